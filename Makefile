@@ -1,0 +1,57 @@
+# One target per stage, plus setup/demo/test/bench. `make help` lists them.
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+CONFIG ?= experiments/config.yaml
+
+# PROJECT_DIR (and the other settings) may come from .env; see .env.example.
+-include .env
+export
+PROJECT_DIR ?= $(CURDIR)/project_data
+
+STAMP := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: help setup demo test test-fast fixture bench lint format clean
+
+help: ## list the targets
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | \
+		awk 'BEGIN {FS = ":.*## "}; {printf "  %-10s %s\n", $$1, $$2}'
+
+# torch==2.13.0 goes in first: pip takes that CPU build from local disk, and the range in
+# pyproject.toml then accepts it instead of downloading a multi-GB CUDA build.
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --upgrade pip
+	$(PY) -m pip install torch==2.13.0
+	$(PY) -m pip install -e '.[dev]'
+	touch $@
+
+setup: $(STAMP) ## create the virtual environment and install rate with dev tools
+
+demo: $(STAMP) ## run the end-to-end demo on the tiny world (CPU, minutes)
+	$(VENV)/bin/rate demo
+
+test: $(STAMP) ## run the full test suite, slow tests included (what CI runs)
+	$(PY) -m pytest
+
+test-fast: $(STAMP) ## run the tests except those marked slow
+	$(PY) -m pytest -m 'not slow'
+
+fixture: $(STAMP) ## build the tiny RLHF world into PROJECT_DIR/tinyrlhf/world
+	$(VENV)/bin/rate tinyrlhf build --out $(PROJECT_DIR)/tinyrlhf/world
+
+bench: $(STAMP) ## run the benchmarks and write BENCHMARKS.md
+	$(PY) -m rate.bench --out BENCHMARKS.md
+
+lint: ## check lint and formatting with ruff
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: ## fix lint where safe and reformat with ruff
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+clean: ## remove build artefacts and caches (never data in PROJECT_DIR)
+	rm -rf build dist src/*.egg-info .pytest_cache .ruff_cache tests/.cache
+	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -exec rm -rf {} +

@@ -1,0 +1,47 @@
+"""The `rate` command: one subcommand per stage, plus the tiny RLHF world and the demo."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from rate import __version__
+from rate.errors import RateError
+from rate.settings import load_env, setup_logging
+
+log = logging.getLogger(__name__)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rate", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"rate {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    from rate import demo
+    from rate.tinyrlhf import cli as tiny_cli
+
+    demo.register(sub)
+    tiny_cli.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    load_env()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    setup_logging("DEBUG" if args.verbose else "INFO")
+    try:
+        return args.func(args)
+    except RateError as err:
+        # User-facing errors: the message says what is wrong and what to do; no traceback.
+        print(f"rate: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("rate: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

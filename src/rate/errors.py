@@ -1,0 +1,17 @@
+"""Exceptions for mistakes a user can fix; each message says what is wrong and what to do."""
+
+
+class RateError(Exception):
+    """Base for user-facing errors: the CLI prints the message alone, without a traceback."""
+
+
+class ConfigError(RateError):
+    """An experiment config is invalid: unknown key, bad value, or a path that does not exist."""
+
+
+class DataFileError(RateError):
+    """A data file is missing, unreadable or malformed."""
+
+
+class TemplateError(RateError):
+    """A dataset or scoring template is missing, unparseable or invalid."""

@@ -1,0 +1,169 @@
+"""The world builder: from one world config, the whole layout of SPEC B.3.
+
+    policy/ reward_model/ data/ configs/ runs/ truth/ world_info.json
+
+Everything comes from the config's seed; the same config gives the same world. The output is
+assembled in a temporary sibling directory and renamed into place only when complete.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from pathlib import Path
+
+import torch
+
+from rate import __version__
+from rate.io import atomic_directory, atomic_write_json, atomic_write_text, write_jsonl
+from rate.schema import to_dict
+from rate.tinyrlhf import labels
+from rate.tinyrlhf.data import LabelledSet, PromptPool, labelled_rows, pool_from_records
+from rate.tinyrlhf.dev_eval import dev_evaluate
+from rate.tinyrlhf.evaluate import TRUTH_FILE
+from rate.tinyrlhf.models import load_policy, load_reward_model, save_model
+from rate.tinyrlhf.oracle import Oracle
+from rate.tinyrlhf.prompts import balanced, make_prompts
+from rate.tinyrlhf.reports import run_notes, runs_index, training_notes
+from rate.tinyrlhf.rl import RLConfig, train_rl
+from rate.tinyrlhf.rm_train import train_reward_model
+from rate.tinyrlhf.sampling import sample
+from rate.tinyrlhf.sft import train_sft
+from rate.tinyrlhf.vocab import FAMILIES
+from rate.tinyrlhf.worldconfig import RunSpec, WorldConfig
+
+log = logging.getLogger(__name__)
+
+
+def run_family_weights(spec: RunSpec, config: WorldConfig) -> dict[str, float] | None:
+    """The family weights of a run's prompt mix (None: uniform over the pool)."""
+    if spec.mix == "balanced":
+        return None
+    if spec.mix == "pilot":
+        total = sum(config.pools.dev_mix.values())
+        return {fam: n / total for fam, n in config.pools.dev_mix.items()}
+    chosen = [f.strip() for f in spec.mix.split(",")]
+    return {fam: (1.0 if fam in chosen else 0.0) for fam in FAMILIES}
+
+
+def build_world(config: WorldConfig, out: Path, overwrite: bool = False) -> dict:
+    """Build the world into ``out``; returns the timings and headline statistics."""
+    timings: dict[str, float] = {}
+    t_all = time.perf_counter()
+    with atomic_directory(Path(out), overwrite=overwrite) as root:
+        gen = torch.Generator().manual_seed(config.seed)
+        torch.manual_seed(config.seed)
+        oracle = Oracle.from_world(config)
+        pools = config.pools
+
+        # Prompt pools.
+        train = make_prompts(balanced(pools.train_per_family), "train", gen)
+        dev = make_prompts(pools.dev_mix, "dev", gen)
+        gold_prompts = pool_from_records(make_prompts(balanced(pools.gold_per_family), "gold", gen))
+        write_jsonl(root / "data" / "prompts_train.jsonl", train)
+        write_jsonl(root / "data" / "prompts_dev.jsonl", dev)
+
+        # The reference policy: supervised fine-tuning on expert demonstrations.
+        t = time.perf_counter()
+        demo_pool = pool_from_records(
+            make_prompts(balanced(config.demonstrations.per_family), "demo", gen)
+        )
+        demo_responses = labels.demonstrations(
+            oracle, demo_pool.tokens, config.demonstrations.correct_rate, gen
+        )
+        sft = config.sft
+        policy, _ = train_sft(
+            demo_pool.tokens, demo_responses, sft.epochs, sft.lr, sft.batch_size, sft.seed
+        )
+        save_model(
+            policy, root / "policy", extra={"trained_by": "sft", "demonstrations": len(demo_pool)}
+        )
+        timings["sft_s"] = time.perf_counter() - t
+
+        # The reward model: crowd labels on reference samples at a higher temperature.
+        t = time.perf_counter()
+        rmd, rmt = config.reward_model_data, config.reward_model_training
+        rm_pool = pool_from_records(make_prompts(balanced(rmd.per_family), "rm", gen))
+        rm_responses = sample(policy, rm_pool.tokens, rmd.temperature, gen).responses
+        crowd = labels.crowd_labels(oracle, config.labels, rm_pool.tokens, rm_responses, gen)
+        rm, history = train_reward_model(
+            rm_pool.tokens, rm_responses, crowd, rmt.epochs, rmt.lr, rmt.batch_size, rmt.seed
+        )
+        save_model(rm, root / "reward_model")
+        rows = labelled_rows(rm_pool, rm_responses, crowd)
+        write_jsonl(root / "reward_model" / "train.jsonl", qa_sample(rows, rmd.qa_per_family))
+        atomic_write_text(
+            root / "reward_model" / "TRAINING.md",
+            training_notes(len(rows), rmd.temperature, rmt, history, policy_dir="policy"),
+        )
+        timings["reward_model_s"] = time.perf_counter() - t
+
+        # Gold calibration: reference responses with expert labels.
+        gold_responses = sample(policy, gold_prompts.tokens, 1.0, gen).responses
+        expert = labels.expert_labels(
+            oracle, gold_prompts.tokens, gold_responses, config.labels.expert_noise, gen
+        )
+        write_jsonl(
+            root / "data" / "gold_calib.jsonl", labelled_rows(gold_prompts, gold_responses, expert)
+        )
+
+        # The default RL recipe and the earlier runs.
+        default = RLConfig(**config.rl_default)
+        atomic_write_json(root / "configs" / "default.json", to_dict(default))
+        atomic_write_json(root / TRUTH_FILE, to_dict(config))
+
+        t = time.perf_counter()
+        dev_pool = pool_from_records(dev)
+        gold = LabelledSet(
+            gold_prompts.records,
+            gold_prompts.tokens,
+            gold_prompts.families,
+            responses=gold_responses,
+            labels=expert,
+        )
+        reference_eval = dev_evaluate(policy, policy, rm, dev_pool, gold)
+        atomic_write_json(root / "policy" / "dev_eval.json", reference_eval)
+        run_rows = []
+        for spec in config.runs:
+            run_cfg = dataclasses.replace(
+                default, **spec.overrides, family_weights=run_family_weights(spec, config)
+            )
+            run_dir = root / "runs" / spec.name
+            log.info("world: RL run %s", spec.name)
+            train_rl(run_cfg, root, run_dir)
+            trained = load_policy(run_dir / "checkpoint")
+            dev_eval = dev_evaluate(
+                trained, policy, load_reward_model(root / "reward_model"), dev_pool, gold
+            )
+            atomic_write_json(run_dir / "dev_eval.json", dev_eval)
+            atomic_write_text(
+                run_dir / "NOTES.md", run_notes(spec, run_cfg, dev_eval, reference_eval)
+            )
+            run_rows.append((spec, run_cfg, dev_eval))
+        atomic_write_text(root / "runs" / "README.md", runs_index(run_rows, reference_eval))
+        timings["runs_s"] = time.perf_counter() - t
+        timings["total_s"] = time.perf_counter() - t_all
+        info = {
+            "rate_version": __version__,
+            "seed": config.seed,
+            "timings": {k: round(v, 2) for k, v in timings.items()},
+            "torch_threads": torch.get_num_threads(),
+        }
+        atomic_write_json(root / "world_info.json", info)
+    log.info("world built in %.1f s at %s", timings["total_s"], out)
+    return info
+
+
+def qa_sample(rows: list[dict], per_family: int) -> list[dict]:
+    """The first ``per_family`` rows of each family (rows are already in random order)."""
+    taken: dict[str, int] = {}
+    out = []
+    for row in rows:
+        if taken.get(row["family"], 0) < per_family:
+            taken[row["family"]] = taken.get(row["family"], 0) + 1
+            out.append(row)
+    return out
+
+
+__all__ = ["build_world", "qa_sample", "run_family_weights", "PromptPool"]

@@ -1,0 +1,199 @@
+"""`rate tinyrlhf ...`: build a world, train, select and evaluate in it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+import torch
+
+from rate.errors import RateError
+from rate.io import atomic_write_json, write_jsonl
+
+log = logging.getLogger(__name__)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("tinyrlhf", help="the tiny RLHF world: build, train, evaluate")
+    tiny = p.add_subparsers(dest="tiny_command", required=True, metavar="COMMAND")
+
+    b = tiny.add_parser("build", help="build a world (policy, reward model, data, earlier runs)")
+    b.add_argument("--out", type=Path, required=True, help="directory to create")
+    b.add_argument("--config", type=Path, help="world config JSON (default: the packaged one)")
+    b.add_argument("--small", action="store_true", help="the small variant for tests (seconds)")
+    b.add_argument("--overwrite", action="store_true", help="replace an existing world")
+    b.set_defaults(func=cmd_build)
+
+    r = tiny.add_parser("rl", help="KL-regularised REINFORCE against a reward model")
+    r.add_argument(
+        "--world",
+        type=Path,
+        default=Path("."),
+        help="world directory (paths in the config are relative to it)",
+    )
+    r.add_argument("--config", type=Path, help="RL config JSON (default: built-in defaults)")
+    r.add_argument(
+        "--override", action="append", default=[], metavar="KEY=JSON", help="override a config key"
+    )
+    r.add_argument("--out", type=Path, required=True, help="run directory")
+    r.add_argument("--overwrite", action="store_true")
+    r.set_defaults(func=cmd_rl)
+
+    s = tiny.add_parser("sft", help="supervised fine-tuning of a fresh policy on demonstrations")
+    s.add_argument(
+        "--data", type=Path, required=True, help="JSONL rows with prompt fields and 'response'"
+    )
+    s.add_argument("--out", type=Path, required=True)
+    s.add_argument("--epochs", type=int, default=10)
+    s.add_argument("--lr", type=float, default=2e-3)
+    s.add_argument("--batch-size", type=int, default=256)
+    s.add_argument("--seed", type=int, default=0)
+    s.set_defaults(func=cmd_sft)
+
+    m = tiny.add_parser("train-rm", help="train a reward model on labelled rows (MSE)")
+    m.add_argument(
+        "--data", type=Path, required=True, help="JSONL rows with 'response' and 'label'"
+    )
+    m.add_argument("--out", type=Path, required=True)
+    m.add_argument("--epochs", type=int, default=40)
+    m.add_argument("--lr", type=float, default=2e-3)
+    m.add_argument("--batch-size", type=int, default=128)
+    m.add_argument("--seed", type=int, default=0)
+    m.set_defaults(func=cmd_train_rm)
+
+    n = tiny.add_parser("best-of-n", help="best-of-N responses for a prompt file")
+    n.add_argument("--policy", type=Path, required=True)
+    n.add_argument("--reward-model", type=Path, required=True)
+    n.add_argument("--prompts", type=Path, required=True)
+    n.add_argument("--n", type=int, default=8)
+    n.add_argument("--temperature", type=float, default=1.0)
+    n.add_argument("--seed", type=int, default=0)
+    n.add_argument("--out", type=Path, required=True, help="JSONL with response and rm_score")
+    n.set_defaults(func=cmd_best_of_n)
+
+    d = tiny.add_parser("dev-eval", help="development evaluation of a checkpoint (no ground truth)")
+    d.add_argument("--policy", type=Path, required=True)
+    d.add_argument("--world", type=Path, default=Path("."))
+    d.add_argument("--out", type=Path, help="write the JSON here as well as printing it")
+    d.set_defaults(func=cmd_dev_eval)
+
+    e = tiny.add_parser("evaluate", help="true quality beside proxy reward and KL, per family")
+    e.add_argument("--policy", type=Path, required=True, help="a policy or checkpoint directory")
+    e.add_argument("--world", type=Path, help="world directory (default: found above --policy)")
+    e.add_argument("--per-family", type=int, default=500, help="evaluation prompts per family")
+    e.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    e.set_defaults(func=cmd_evaluate)
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from rate.tinyrlhf.build import build_world
+    from rate.tinyrlhf.worldconfig import load_world_config
+
+    config = load_world_config(args.config, small=args.small)
+    info = build_world(config, args.out, overwrite=args.overwrite)
+    print(f"world built at {args.out} in {info['timings']['total_s']:.1f} s")
+    return 0
+
+
+def cmd_rl(args: argparse.Namespace) -> int:
+    from rate.tinyrlhf.rl import load_rl_config, train_rl
+
+    config = load_rl_config(args.config, args.override)
+    last = train_rl(config, args.world, args.out, overwrite=args.overwrite)
+    print(json.dumps(last))
+    return 0
+
+
+def _load_response_rows(path: Path, need_label: bool):
+    from rate.tinyrlhf.data import load_labelled, load_response_rows
+
+    return load_labelled(path) if need_label else load_response_rows(path)
+
+
+def cmd_sft(args: argparse.Namespace) -> int:
+    from rate.tinyrlhf.models import save_model
+    from rate.tinyrlhf.sft import train_sft
+
+    data = _load_response_rows(args.data, need_label=False)
+    policy, history = train_sft(
+        data.tokens, data.responses, args.epochs, args.lr, args.batch_size, args.seed
+    )
+    save_model(policy, args.out, extra={"trained_by": "sft", "demonstrations": len(data)})
+    print(f"policy saved to {args.out}; final loss {history[-1]['loss']:.4f}")
+    return 0
+
+
+def cmd_train_rm(args: argparse.Namespace) -> int:
+    from rate.tinyrlhf.models import save_model
+    from rate.tinyrlhf.rm_train import train_reward_model
+
+    data = _load_response_rows(args.data, need_label=True)
+    rm, history = train_reward_model(
+        data.tokens, data.responses, data.labels, args.epochs, args.lr, args.batch_size, args.seed
+    )
+    save_model(rm, args.out)
+    print(f"reward model saved to {args.out}; final training MSE {history[-1]['mse']:.5f}")
+    return 0
+
+
+def cmd_best_of_n(args: argparse.Namespace) -> int:
+    from rate.tinyrlhf.best_of_n import best_of_n
+    from rate.tinyrlhf.data import load_prompts
+    from rate.tinyrlhf.models import load_policy, load_reward_model
+    from rate.tinyrlhf.vocab import decode_responses
+
+    policy, rm = load_policy(args.policy), load_reward_model(args.reward_model)
+    pool = load_prompts(args.prompts)
+    if args.n < 1:
+        raise RateError(f"--n must be >= 1, got {args.n}")
+    gen = torch.Generator().manual_seed(args.seed)
+    chosen, scores = best_of_n(policy, rm, pool.tokens, args.n, args.temperature, gen)
+    rows = [
+        {**rec, "response": resp, "rm_score": round(float(sc), 6)}
+        for rec, resp, sc in zip(
+            pool.records, decode_responses(chosen), scores.tolist(), strict=True
+        )
+    ]
+    write_jsonl(args.out, rows)
+    print(f"{len(rows)} best-of-{args.n} responses written to {args.out}")
+    return 0
+
+
+def cmd_dev_eval(args: argparse.Namespace) -> int:
+    from rate.tinyrlhf.data import load_labelled, load_prompts
+    from rate.tinyrlhf.dev_eval import dev_evaluate
+    from rate.tinyrlhf.models import load_policy, load_reward_model
+
+    w = args.world
+    report = dev_evaluate(
+        load_policy(args.policy),
+        load_policy(w / "policy"),
+        load_reward_model(w / "reward_model"),
+        load_prompts(w / "data" / "prompts_dev.jsonl"),
+        load_labelled(w / "data" / "gold_calib.jsonl"),
+    )
+    if args.out:
+        atomic_write_json(args.out, report)
+    print(json.dumps({k: v for k, v in report.items() if k != "per_family"}, indent=2))
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from rate.tinyrlhf.evaluate import evaluate_policy, find_world, load_oracle
+    from rate.tinyrlhf.models import load_policy, load_reward_model
+    from rate.tinyrlhf.report_table import quality_table
+
+    world = args.world or find_world(args.policy)
+    oracle, _ = load_oracle(world)
+    policy = load_policy(args.policy)
+    report = evaluate_policy(
+        policy,
+        oracle,
+        load_reward_model(world / "reward_model"),
+        load_policy(world / "policy"),
+        args.per_family,
+    )
+    print(json.dumps(report, indent=2) if args.json else quality_table({str(args.policy): report}))
+    return 0

@@ -1,0 +1,112 @@
+"""Reading and writing the world's JSONL records, validated line by line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from rate.errors import DataFileError
+from rate.io import read_jsonl
+from rate.tinyrlhf.vocab import (
+    FAMILIES,
+    decode_responses,
+    encode_prompts,
+    encode_responses,
+    family_ids,
+    validate_labelled_record,
+    validate_prompt_record,
+)
+
+
+@dataclass
+class PromptPool:
+    """Prompt records with their token ids (N, 6) and family indices (N,)."""
+
+    records: list[dict]
+    tokens: torch.Tensor
+    families: torch.Tensor
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def families_present(self) -> list[str]:
+        return [FAMILIES[i] for i in sorted(set(self.families.tolist()))]
+
+    def subset(self, idx: torch.Tensor) -> PromptPool:
+        return PromptPool(
+            [self.records[i] for i in idx.tolist()], self.tokens[idx], self.families[idx]
+        )
+
+
+@dataclass
+class LabelledSet(PromptPool):
+    """Prompt records with responses (N, 8) and labels (N,)."""
+
+    responses: torch.Tensor = None  # type: ignore[assignment]
+    labels: torch.Tensor = None  # type: ignore[assignment]
+
+
+def pool_from_records(records: list[dict]) -> PromptPool:
+    return PromptPool(records, encode_prompts(records), family_ids(records))
+
+
+def load_prompts(path: Path) -> PromptPool:
+    """Read a prompt JSONL file; every bad line is reported with its file and line number."""
+    rows = read_jsonl(path)
+    if not rows:
+        raise DataFileError(f"{path}: no prompts in the file")
+    for lineno, rec in zip(_line_numbers(path), rows, strict=True):
+        validate_prompt_record(rec, f"{path}:{lineno}")
+    return pool_from_records(rows)
+
+
+def load_labelled(path: Path) -> LabelledSet:
+    """Read labelled rows (prompt + response + label)."""
+    rows = read_jsonl(path)
+    if not rows:
+        raise DataFileError(f"{path}: no labelled rows in the file")
+    for lineno, rec in zip(_line_numbers(path), rows, strict=True):
+        validate_labelled_record(rec, f"{path}:{lineno}")
+    return LabelledSet(
+        rows,
+        encode_prompts(rows),
+        family_ids(rows),
+        responses=encode_responses([r["response"] for r in rows]),
+        labels=torch.tensor([float(r["label"]) for r in rows]),
+    )
+
+
+def labelled_rows(pool: PromptPool, responses: torch.Tensor, labels: torch.Tensor) -> list[dict]:
+    """Records with ``response`` and ``label`` added (labels rounded to 6 decimals)."""
+    return [
+        {**rec, "response": resp, "label": round(float(lab), 6)}
+        for rec, resp, lab in zip(
+            pool.records, decode_responses(responses), labels.tolist(), strict=True
+        )
+    ]
+
+
+def _line_numbers(path: Path) -> list[int]:
+    """Line number of each non-blank row (read_jsonl skips blank lines)."""
+    return [n for n, line in enumerate(Path(path).read_text().splitlines(), 1) if line.strip()]
+
+
+def load_response_rows(path: Path) -> LabelledSet:
+    """Read rows with prompt fields and a 'response' (a 'label' is kept when present, else NaN)."""
+    from rate.tinyrlhf.vocab import validate_response
+
+    rows = read_jsonl(path)
+    if not rows:
+        raise DataFileError(f"{path}: no rows in the file")
+    for lineno, rec in zip(_line_numbers(path), rows, strict=True):
+        validate_prompt_record(rec, f"{path}:{lineno}")
+        validate_response(rec.get("response"), f"{path}:{lineno}")
+    return LabelledSet(
+        rows,
+        encode_prompts(rows),
+        family_ids(rows),
+        responses=encode_responses([r["response"] for r in rows]),
+        labels=torch.tensor([float(r.get("label", float("nan"))) for r in rows]),
+    )

@@ -1,0 +1,92 @@
+"""Truth evaluation: a policy's expected expert quality beside its proxy reward and KL.
+
+This is evaluation code and may use the oracle. Quality is measured on fresh prompts drawn
+from a fixed evaluation seed (balanced over families), so every policy is judged on the same set.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import torch
+
+from rate.errors import RateError
+from rate.schema import from_dict
+from rate.tinyrlhf.data import pool_from_records
+from rate.tinyrlhf.models import Policy, RewardModel
+from rate.tinyrlhf.oracle import Oracle
+from rate.tinyrlhf.prompts import balanced, make_prompts
+from rate.tinyrlhf.sampling import sample, score, sequence_kl
+from rate.tinyrlhf.vocab import FAMILIES
+from rate.tinyrlhf.worldconfig import WorldConfig
+
+TRUTH_FILE = Path("truth") / "world.json"
+EVAL_SEED = 0xE7A1
+
+
+def find_world(start: Path) -> Path:
+    """The nearest directory at or above ``start`` that holds truth/world.json."""
+    start = Path(start).resolve()
+    for d in (start, *start.parents):
+        if (d / TRUTH_FILE).is_file():
+            return d
+    raise RateError(
+        f"no world found at or above {start} (looked for {TRUTH_FILE}); pass --world DIR"
+    )
+
+
+def load_oracle(world: Path) -> tuple[Oracle, WorldConfig]:
+    path = Path(world) / TRUTH_FILE
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise RateError(f"{path}: cannot read the world's truth file ({err})") from err
+    config = from_dict(WorldConfig, data, str(path))
+    return Oracle.from_world(config), config
+
+
+def evaluate_policy(
+    policy: Policy,
+    oracle: Oracle,
+    rm: RewardModel | None = None,
+    reference: Policy | None = None,
+    per_family: int = 500,
+    temperature: float = 1.0,
+    seed: int = EVAL_SEED,
+) -> dict:
+    """Per family and on the balanced mix: true quality (with SE), and proxy reward and KL when
+    the reward model and reference are given."""
+    gen = torch.Generator().manual_seed(seed)
+    pool = pool_from_records(make_prompts(balanced(per_family), "eval", gen, shuffle=False))
+    responses = sample(policy, pool.tokens, temperature, gen).responses
+    quality = oracle.quality(pool.tokens, responses).double()
+    proxy = score(rm, pool.tokens, responses).double() if rm is not None else None
+    kl = (
+        sequence_kl(policy, reference, pool.tokens, responses).double()
+        if reference is not None
+        else None
+    )
+    report: dict = {"per_family": {}, "n_per_family": per_family, "temperature": temperature}
+    for f, fam in enumerate(FAMILIES):
+        m = pool.families == f
+        row = {
+            "true_quality": round(float(quality[m].mean()), 6),
+            "true_quality_se": round(float(quality[m].std() / math.sqrt(int(m.sum()))), 6),
+        }
+        if proxy is not None:
+            row["proxy_reward"] = round(float(proxy[m].mean()), 6)
+        if kl is not None:
+            row["kl"] = round(float(kl[m].mean()), 6)
+        report["per_family"][fam] = row
+    fams = report["per_family"].values()
+    report["balanced"] = {
+        key: round(sum(r[key] for r in fams) / len(FAMILIES), 6)
+        for key in ("true_quality", "proxy_reward", "kl")
+        if all(key in r for r in fams)
+    }
+    report["balanced"]["true_quality_se"] = round(
+        math.sqrt(sum(r["true_quality_se"] ** 2 for r in fams)) / len(FAMILIES), 6
+    )
+    return report

@@ -1,0 +1,322 @@
+"""KL-regularised REINFORCE with a per-prompt group-mean baseline (SPEC B.4).
+
+One readable loop: sample prompts by family weight, draw ``samples_per_prompt`` responses each,
+score them with the reward model, optionally reshape the rewards with a user's
+``reward_wrapper``, subtract ``kl_coef * sum_t(log pi - log pi_ref)``, take the advantage
+against the prompt's group mean and step Adam on ``-mean(advantage * sum_t log pi)``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from rate.errors import ConfigError, RateError
+from rate.io import atomic_write_json
+from rate.progress import progress
+from rate.schema import from_dict, parse_override, to_dict
+from rate.tinyrlhf.data import PromptPool, load_prompts
+from rate.tinyrlhf.models import Policy, RewardModel, load_policy, load_reward_model, save_model
+from rate.tinyrlhf.sampling import response_logprobs, sample
+from rate.tinyrlhf.vocab import FAMILIES, FAMILY_ID, decode_responses
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RLConfig:
+    """The RL recipe. Paths are relative to the world directory unless absolute."""
+
+    policy: str = "policy"  # the starting policy
+    reference: str | None = None  # the KL anchor; defaults to ``policy``
+    reward_model: str = "reward_model"
+    prompts: str = "data/prompts_train.jsonl"
+    kl_coef: float = 0.1
+    steps: int = 800
+    batch_prompts: int = 16
+    samples_per_prompt: int = 8
+    lr: float = 3e-4
+    temperature: float = 1.0
+    seed: int = 0
+    log_every: int = 20
+    save_every: int = 0
+    max_grad_norm: float = 1.0
+    family_weights: dict[str, float] | None = None  # default: uniform over families present
+    reward_wrapper: str | None = None  # a .py file defining transform(records, tokens, rewards)
+
+    def validate(self, where: str) -> None:
+        positive = ("steps", "batch_prompts", "lr", "temperature", "log_every", "max_grad_norm")
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{where}: key '{name}' must be > 0, got {getattr(self, name)}")
+        if self.samples_per_prompt < 2:
+            raise ConfigError(
+                f"{where}: key 'samples_per_prompt' must be >= 2 (the baseline is the mean of the "
+                f"prompt's other samples), got {self.samples_per_prompt}"
+            )
+        for name in ("kl_coef", "save_every"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{where}: key '{name}' must be >= 0, got {getattr(self, name)}")
+        if self.family_weights is not None:
+            from rate.suggest import unknown_name_message
+
+            for fam, weight in self.family_weights.items():
+                if fam not in FAMILY_ID:
+                    raise ConfigError(
+                        unknown_name_message(
+                            "family", fam, FAMILIES, where=f"{where}: key 'family_weights'"
+                        )
+                    )
+                if weight < 0 or not math.isfinite(weight):
+                    raise ConfigError(
+                        f"{where}: key 'family_weights.{fam}' must be a finite number >= 0"
+                    )
+            if sum(self.family_weights.values()) <= 0:
+                raise ConfigError(
+                    f"{where}: key 'family_weights' must give some family a weight > 0"
+                )
+
+
+def load_rl_config(path: Path | None, overrides: list[str] = ()) -> RLConfig:
+    """Read a JSON config (or the defaults) and apply ``key=json_value`` overrides."""
+    data: dict = {}
+    where = "defaults"
+    if path is not None:
+        where = str(path)
+        try:
+            data = json.loads(Path(path).read_text())
+        except OSError as err:
+            raise ConfigError(f"{path}: cannot read the RL config ({err.strerror})") from err
+        except json.JSONDecodeError as err:
+            raise ConfigError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from err
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a JSON object of config keys")
+    for text in overrides:
+        key, value = parse_override(text)
+        data[key] = value
+    if overrides:
+        where = f"{where} with --override {' '.join(overrides)}"
+    return from_dict(RLConfig, data, where)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reward wrappers
+
+RewardTransform = Callable[[list[dict], list[list[str]], np.ndarray], object]
+
+
+def load_reward_wrapper(path: Path) -> RewardTransform:
+    """Import ``transform`` from a Python file, with a clear error for each way it can be wrong."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"reward_wrapper: {path} does not exist; give the path of a .py file")
+    spec = importlib.util.spec_from_file_location(
+        f"rate_reward_wrapper_{abs(hash(str(path)))}", path
+    )
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"reward_wrapper: {path} cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as err:
+        raise ConfigError(
+            f"reward_wrapper: importing {path} raised {type(err).__name__}: {err}"
+        ) from err
+    transform = getattr(module, "transform", None)
+    if not callable(transform):
+        raise ConfigError(
+            f"reward_wrapper: {path} defines no function 'transform'; add "
+            "def transform(records, response_tokens, rewards) -> rewards"
+        )
+    return transform
+
+
+def apply_reward_wrapper(
+    transform: RewardTransform,
+    path: str,
+    records: list[dict],
+    tokens: list[list[str]],
+    rewards: torch.Tensor,
+) -> torch.Tensor:
+    """Call the wrapper and check what it returns: one finite number per response."""
+    try:
+        out = transform(records, tokens, rewards.numpy().astype(np.float64))
+    except Exception as err:
+        raise RateError(
+            f"reward_wrapper {path}: transform raised {type(err).__name__}: {err}"
+        ) from err
+    try:
+        arr = np.asarray(out, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as err:
+        raise RateError(
+            f"reward_wrapper {path}: transform must return numbers, got {type(out).__name__}"
+        ) from err
+    if arr.shape[0] != len(records):
+        raise RateError(
+            f"reward_wrapper {path}: transform returned {arr.shape[0]} rewards for {len(records)} responses"
+        )
+    if not np.isfinite(arr).all():
+        raise RateError(f"reward_wrapper {path}: transform returned NaN or infinite rewards")
+    return torch.from_numpy(arr).float()
+
+
+# ---------------------------------------------------------------------------------------------
+# The trainer
+
+
+@dataclass
+class RLInputs:
+    """Everything a run needs, loaded and checked before training starts."""
+
+    policy: Policy
+    reference: Policy
+    reward_model: RewardModel
+    pool: PromptPool
+    family_probs: torch.Tensor  # (F,) sampling weight of each family
+    wrapper: RewardTransform | None
+
+
+def resolve(world: Path, path: str) -> Path:
+    p = Path(path)
+    return p if p.is_absolute() else Path(world) / p
+
+
+def prepare(config: RLConfig, world: Path) -> RLInputs:
+    """Load models, prompts and wrapper; every input error is raised here, before any output."""
+    policy = load_policy(resolve(world, config.policy))
+    reference = load_policy(resolve(world, config.reference or config.policy))
+    rm = load_reward_model(resolve(world, config.reward_model))
+    pool = load_prompts(resolve(world, config.prompts))
+    present = pool.families_present()
+    weights = config.family_weights or {fam: 1.0 for fam in present}
+    probs = torch.zeros(len(FAMILIES))
+    for fam, w in weights.items():
+        if w > 0 and fam not in present:
+            raise ConfigError(
+                f"family_weights gives {fam!r} weight {w} but {config.prompts} has no {fam} prompts "
+                f"(present: {', '.join(present)})"
+            )
+        probs[FAMILY_ID[fam]] = w
+    probs = probs / probs.sum()
+    wrapper = None
+    if config.reward_wrapper:
+        wrapper = load_reward_wrapper(resolve(world, config.reward_wrapper))
+        # A trial call on real samples, so a broken wrapper fails now and not mid-run.
+        probe = pool.subset(torch.arange(min(4, len(pool))))
+        samples = sample(policy, probe.tokens, config.temperature, torch.Generator().manual_seed(0))
+        with torch.inference_mode():
+            rewards = rm(probe.tokens, samples.responses)
+        apply_reward_wrapper(
+            wrapper,
+            config.reward_wrapper,
+            probe.records,
+            decode_responses(samples.responses),
+            rewards,
+        )
+    return RLInputs(policy, reference, rm, pool, probs, wrapper)
+
+
+class PromptSampler:
+    """Draws prompts: a family by weight, then a prompt of that family uniformly."""
+
+    def __init__(self, pool: PromptPool, family_probs: torch.Tensor) -> None:
+        self.family_probs = family_probs
+        self.by_family = [
+            torch.nonzero(pool.families == f).squeeze(1) for f in range(len(FAMILIES))
+        ]
+        self.sizes = torch.tensor([len(ix) for ix in self.by_family])
+
+    def draw(self, n: int, gen: torch.Generator) -> torch.Tensor:
+        fams = torch.multinomial(self.family_probs, n, replacement=True, generator=gen)
+        within = (torch.rand(n, generator=gen) * self.sizes[fams]).long()
+        return torch.stack(
+            [self.by_family[f][i] for f, i in zip(fams.tolist(), within.tolist(), strict=True)]
+        )
+
+
+def train_rl(config: RLConfig, world: Path, out: Path, overwrite: bool = False) -> dict:
+    """Run RL and write run_config.json, log.jsonl and checkpoint/ (plus checkpoints/ if asked)."""
+    out = Path(out)
+    if (out / "run_config.json").exists() and not overwrite:
+        raise RateError(f"{out} already holds a run; choose another --out or pass --overwrite")
+    inputs = prepare(config, world)
+    torch.manual_seed(config.seed)
+    gen = torch.Generator().manual_seed(config.seed)
+
+    out.mkdir(parents=True, exist_ok=True)
+    # Relative, so that a world (whose runs live inside it) can be moved or copied whole.
+    run_config = {**to_dict(config), "world": os.path.relpath(Path(world).resolve(), out.resolve())}
+    atomic_write_json(out / "run_config.json", run_config)
+    log_path = out / "log.jsonl"
+    log_path.unlink(missing_ok=True)
+
+    policy, reference, rm = inputs.policy, inputs.reference, inputs.reward_model
+    for p in (*reference.parameters(), *rm.parameters()):
+        p.requires_grad_(False)
+    policy.train()
+    opt = torch.optim.Adam(policy.parameters(), lr=config.lr)
+    k = config.samples_per_prompt
+    sampler = PromptSampler(inputs.pool, inputs.family_probs)
+    start = time.perf_counter()
+    last: dict = {}
+    with open(log_path, "a") as log_file:
+        for step in progress(range(1, config.steps + 1), desc="rl", total=config.steps):
+            idx = sampler.draw(config.batch_prompts, gen)
+            unique_prompts = inputs.pool.tokens[idx]  # (B, 6)
+            prompts = unique_prompts.repeat_interleave(k, dim=0)  # (B*k, 6)
+            samples = sample(policy, unique_prompts, config.temperature, gen, repeats=k)
+            responses = samples.responses
+            with torch.no_grad():
+                proxy = rm(prompts, responses)  # (B*k,)
+                ref_logp = response_logprobs(reference, unique_prompts, responses, repeats=k)
+            reward = proxy
+            if inputs.wrapper is not None:
+                records = [inputs.pool.records[i] for i in idx.repeat_interleave(k).tolist()]
+                reward = apply_reward_wrapper(
+                    inputs.wrapper,
+                    config.reward_wrapper,
+                    records,
+                    decode_responses(responses),
+                    proxy,
+                )
+            logp = response_logprobs(policy, unique_prompts, responses, repeats=k)  # (B*k, 8)
+            kl = (logp.detach() - ref_logp).sum(-1)  # (B*k,)
+            shaped = reward - config.kl_coef * kl
+            grouped = shaped.view(-1, k)
+            advantage = (grouped - grouped.mean(dim=1, keepdim=True)).view(-1)
+            loss = -(advantage * logp.sum(-1)).mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm)
+            opt.step()
+
+            if step % config.log_every == 0 or step == config.steps:
+                last = {
+                    "step": step,
+                    "proxy_reward": round(proxy.mean().item(), 6),
+                    "kl": round(kl.mean().item(), 6),
+                    "shaped_reward": round(shaped.mean().item(), 6),
+                    "entropy": round(samples.entropy.mean().item(), 6),
+                    "loss": round(loss.item(), 6),
+                    "elapsed_s": round(time.perf_counter() - start, 3),
+                }
+                if inputs.wrapper is not None:
+                    last["wrapped_reward"] = round(reward.mean().item(), 6)
+                log_file.write(json.dumps(last) + "\n")
+                log_file.flush()
+            if config.save_every and step % config.save_every == 0 and step != config.steps:
+                save_model(policy, out / "checkpoints" / f"step_{step:06d}", extra={"step": step})
+    policy.eval()
+    save_model(policy, out / "checkpoint", extra={"step": config.steps})
+    log.info("RL run done in %.1f s: %s", time.perf_counter() - start, last)
+    return last

@@ -1,0 +1,49 @@
+"""Reward-model training: mean-squared error on labelled (prompt, response) pairs."""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+import torch.nn.functional as F
+
+from rate.progress import progress
+from rate.tinyrlhf.models import RewardModel, RewardModelConfig
+
+log = logging.getLogger(__name__)
+
+
+def train_reward_model(
+    prompts: torch.Tensor,
+    responses: torch.Tensor,
+    labels: torch.Tensor,
+    epochs: int,
+    lr: float,
+    batch_size: int,
+    seed: int,
+    config: RewardModelConfig | None = None,
+) -> tuple[RewardModel, list[dict]]:
+    """Fit a fresh reward model to labels; returns it and per-epoch training loss."""
+    if not torch.isfinite(labels).all():
+        raise ValueError("labels contain NaN or infinity")
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    rm = RewardModel(config)
+    opt = torch.optim.Adam(rm.parameters(), lr=lr)
+    n = len(prompts)
+    history = []
+    rm.train()
+    for epoch in progress(range(epochs), desc="reward model"):
+        order = torch.randperm(n, generator=gen)
+        total = 0.0
+        for i in range(0, n, batch_size):
+            idx = order[i : i + batch_size]
+            loss = F.mse_loss(rm(prompts[idx], responses[idx]), labels[idx])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            total += loss.item() * len(idx)
+        history.append({"epoch": epoch + 1, "mse": total / n})
+        log.debug("rm epoch %d mse %.5f", epoch + 1, total / n)
+    rm.eval()
+    return rm, history

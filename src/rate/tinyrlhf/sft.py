@@ -1,0 +1,53 @@
+"""Supervised fine-tuning of a policy on demonstrations (next-syllable cross-entropy)."""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+import torch.nn.functional as F
+
+from rate.progress import progress
+from rate.tinyrlhf.models import Policy, PolicyConfig
+
+log = logging.getLogger(__name__)
+
+
+def train_sft(
+    prompts: torch.Tensor,
+    responses: torch.Tensor,
+    epochs: int,
+    lr: float,
+    batch_size: int,
+    seed: int,
+    config: PolicyConfig | None = None,
+) -> tuple[Policy, list[dict]]:
+    """Fit a fresh policy to (prompt, response) demonstrations; returns it and per-epoch metrics."""
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    policy = Policy(config)
+    opt = torch.optim.AdamW(policy.parameters(), lr=lr, weight_decay=0.01)
+    n = len(prompts)
+    steps_total = epochs * ((n + batch_size - 1) // batch_size)
+    sched = torch.optim.lr_scheduler.OneCycleLR(
+        opt, max_lr=lr, total_steps=steps_total, pct_start=0.1
+    )
+    history = []
+    policy.train()
+    for epoch in progress(range(epochs), desc="sft"):
+        order = torch.randperm(n, generator=gen)
+        total, count = 0.0, 0
+        for i in range(0, n, batch_size):
+            idx = order[i : i + batch_size]
+            logits = policy.response_logits(prompts[idx], responses[idx])  # (B, 8, S)
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), responses[idx].reshape(-1))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            sched.step()
+            total += loss.item() * len(idx)
+            count += len(idx)
+        history.append({"epoch": epoch + 1, "loss": total / count})
+        log.debug("sft epoch %d loss %.4f", epoch + 1, total / count)
+    policy.eval()
+    return policy, history

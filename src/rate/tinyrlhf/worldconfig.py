@@ -1,0 +1,169 @@
+"""The world config: everything that defines a tiny RLHF world, read from one JSON file.
+
+The label-source shortcuts live here (``labels.token_bonus`` and ``labels.pair_premium``) and
+only the labelling code reads them; analysis code must discover them from data.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from rate.errors import ConfigError
+from rate.schema import from_dict
+from rate.tinyrlhf.vocab import FAMILIES, N_SYLLABLES, SYLLABLES
+
+
+@dataclass
+class RuleConfig:
+    """The hidden rule: how many syllables count as correct at each position."""
+
+    correct_per_position: int = 3
+    attr_groups: int = 2  # distinct correct sets per (family, position), chosen by an attribute
+
+    def validate(self, where: str) -> None:
+        if not 1 <= self.attr_groups <= 8:
+            raise ConfigError(f"{where}: rule.attr_groups must be in 1..8")
+        if not 1 <= self.correct_per_position < N_SYLLABLES:
+            raise ConfigError(f"{where}: rule.correct_per_position must be in 1..{N_SYLLABLES - 1}")
+
+
+@dataclass
+class PairPremium:
+    """A crowd premium per adjacent occurrence of ``pair[0]`` followed by ``pair[1]``."""
+
+    pair: list[str]
+    bonus: float
+
+
+@dataclass
+class LabelConfig:
+    """Noise of expert and crowd labels and the crowd's label-source shortcuts, per family."""
+
+    expert_noise: float = 0.02
+    crowd_noise: float = 0.05
+    token_bonus: dict[str, dict[str, float]] = field(default_factory=dict)
+    pair_premium: dict[str, list[PairPremium]] = field(default_factory=dict)
+
+    def validate(self, where: str) -> None:
+        for name in ("expert_noise", "crowd_noise"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{where}: labels.{name} must be >= 0")
+        for kind, table in (("token_bonus", self.token_bonus), ("pair_premium", self.pair_premium)):
+            for fam in table:
+                if fam not in FAMILIES:
+                    raise ConfigError(
+                        f"{where}: labels.{kind}: unknown family {fam!r}; families are {', '.join(FAMILIES)}"
+                    )
+        for fam, bonuses in self.token_bonus.items():
+            for tok in bonuses:
+                if tok not in SYLLABLES:
+                    raise ConfigError(
+                        f"{where}: labels.token_bonus.{fam}: unknown syllable {tok!r}"
+                    )
+        for fam, premiums in self.pair_premium.items():
+            for p in premiums:
+                if len(p.pair) != 2 or any(t not in SYLLABLES for t in p.pair):
+                    raise ConfigError(
+                        f"{where}: labels.pair_premium.{fam}: pair must be two syllables, got {p.pair}"
+                    )
+
+
+@dataclass
+class DemoConfig:
+    """Expert demonstrations that the reference policy is fine-tuned on."""
+
+    per_family: int = 4000
+    correct_rate: float = 0.2  # share of positions the demonstrator gets right on purpose
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation settings of a supervised trainer."""
+
+    epochs: int = 10
+    lr: float = 1e-3
+    batch_size: int = 256
+    seed: int = 0
+
+
+@dataclass
+class RewardModelData:
+    """How the RM's training batch is drawn (SPEC B.3)."""
+
+    per_family: int = 2000
+    temperature: float = 1.2
+    qa_per_family: int = 200
+
+
+@dataclass
+class PoolConfig:
+    """Sizes of the prompt pools and the pilot-traffic mix of the dev pool."""
+
+    train_per_family: int = 1500
+    gold_per_family: int = 100
+    dev_mix: dict[str, int] = field(
+        default_factory=lambda: {
+            "anvil": 444,
+            "birch": 458,
+            "cobalt": 433,
+            "dune": 48,
+            "ember": 195,
+            "fjord": 422,
+        }
+    )
+
+    def validate(self, where: str) -> None:
+        for fam in self.dev_mix:
+            if fam not in FAMILIES:
+                raise ConfigError(f"{where}: pools.dev_mix: unknown family {fam!r}")
+
+
+@dataclass
+class RunSpec:
+    """One of the earlier RL runs shipped with the world."""
+
+    name: str
+    overrides: dict[str, Any] = field(default_factory=dict)
+    mix: str = "balanced"  # balanced | pilot | or a comma list of families
+    shows: str = ""
+
+
+@dataclass
+class WorldConfig:
+    """Everything that defines a world; the same config and seed give the same world."""
+
+    seed: int = 0
+    rule: RuleConfig = field(default_factory=RuleConfig)
+    labels: LabelConfig = field(default_factory=LabelConfig)
+    demonstrations: DemoConfig = field(default_factory=DemoConfig)
+    sft: TrainConfig = field(default_factory=TrainConfig)
+    reward_model_data: RewardModelData = field(default_factory=RewardModelData)
+    reward_model_training: TrainConfig = field(
+        default_factory=lambda: TrainConfig(epochs=40, lr=2e-3, batch_size=128)
+    )
+    pools: PoolConfig = field(default_factory=PoolConfig)
+    rl_default: dict[str, Any] = field(default_factory=dict)
+    runs: list[RunSpec] = field(default_factory=list)
+
+
+def load_world_config(path: Path | None = None, small: bool = False) -> WorldConfig:
+    """Read a world config; with no path, the packaged default (or its ``--small`` variant)."""
+    if path is None:
+        name = "world_small.json" if small else "world_default.json"
+        text = resources.files("rate.tinyrlhf").joinpath(name).read_text()
+        where = f"<packaged {name}>"
+    else:
+        where = str(path)
+        try:
+            text = Path(path).read_text()
+        except OSError as err:
+            raise ConfigError(f"{path}: cannot read world config ({err.strerror})") from err
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"{where}:{err.lineno}: not valid JSON ({err.msg})") from err
+    return from_dict(WorldConfig, data, where)

@@ -1,0 +1,191 @@
+import grp
+import json
+import os
+import stat
+
+import pytest
+
+from rate.errors import DataFileError, RateError
+from rate.io import (
+    apply_group_permissions,
+    atomic_directory,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    read_json,
+    read_jsonl,
+    write_jsonl,
+)
+
+
+@pytest.fixture(autouse=True)
+def _no_group(monkeypatch):
+    monkeypatch.delenv("GROUP_NAME", raising=False)
+
+
+@pytest.fixture
+def strict_umask():
+    """Umask 077, so any group bit on a written file must come from apply_group_permissions."""
+    old = os.umask(0o077)
+    yield
+    os.umask(old)
+
+
+def _leftovers(directory):
+    return sorted(p.name for p in directory.iterdir() if p.name.startswith("."))
+
+
+def test_atomic_write_text_and_json_roundtrip(tmp_path):
+    atomic_write_text(tmp_path / "a.txt", "héllo\n")
+    assert (tmp_path / "a.txt").read_text(encoding="utf-8") == "héllo\n"
+    atomic_write_json(tmp_path / "sub" / "m.json", {"z": 1, "a": [1, 2]})
+    text = (tmp_path / "sub" / "m.json").read_text()
+    assert text == '{\n  "z": 1,\n  "a": [\n    1,\n    2\n  ]\n}\n'  # key order kept
+    assert read_json(tmp_path / "sub" / "m.json") == {"z": 1, "a": [1, 2]}
+    assert _leftovers(tmp_path) == []
+
+
+def test_atomic_write_respects_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        atomic_write_bytes(tmp_path / "f", b"x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "f").stat().st_mode) == 0o644
+
+
+@pytest.mark.parametrize("exc", [ValueError, KeyboardInterrupt])
+def test_failed_write_keeps_old_content_and_leaves_no_temp(tmp_path, exc):
+    path = tmp_path / "rows.jsonl"
+    write_jsonl(path, [{"i": 0}])
+
+    def rows():
+        yield {"i": 1}
+        raise exc("interrupted mid-write")
+
+    with pytest.raises(exc):
+        write_jsonl(path, rows())
+    assert read_jsonl(path) == [{"i": 0}]
+    assert _leftovers(tmp_path) == []
+
+
+def test_write_jsonl_counts_and_keeps_unicode_line_separators(tmp_path):
+    rows = [{"text": "a\u2028b"}, {"text": "ü", "n": 2}]
+    assert write_jsonl(tmp_path / "r.jsonl", rows) == 2
+    assert read_jsonl(tmp_path / "r.jsonl") == rows
+
+
+def test_read_jsonl_skips_blank_lines(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"a": 1}\n\n   \n{"a": 2}\n')
+    assert read_jsonl(path) == [{"a": 1}, {"a": 2}]
+
+
+def test_read_jsonl_bad_line_names_file_and_line(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"a": 1}\n\n{"a": 2,}\n')
+    with pytest.raises(DataFileError) as info:
+        read_jsonl(path)
+    msg = str(info.value)
+    assert msg.startswith(f"{path}:3: not valid JSON (")
+    assert msg.endswith("fix or remove that line")
+
+
+def test_read_jsonl_non_object_row_names_line(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"a": 1}\n[1, 2]\n')
+    with pytest.raises(DataFileError, match=r"r\.jsonl:2: expected a JSON object .* got an array"):
+        read_jsonl(path)
+
+
+def test_missing_files_give_clear_errors(tmp_path):
+    with pytest.raises(DataFileError, match=r"nope\.jsonl: no such file"):
+        read_jsonl(tmp_path / "nope.jsonl")
+    with pytest.raises(DataFileError, match=r"nope\.json: no such file"):
+        read_json(tmp_path / "nope.json")
+    with pytest.raises(DataFileError, match="is a folder"):
+        read_json(tmp_path)
+
+
+def test_read_json_bad_file_names_line(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text('{\n  "a": 1\n  "b": 2\n}\n')
+    with pytest.raises(DataFileError, match=r"c\.json:3: not valid JSON"):
+        read_json(path)
+
+
+def test_atomic_directory_success(tmp_path):
+    final = tmp_path / "world"
+    with atomic_directory(final) as tmp:
+        assert tmp.parent == tmp_path and tmp != final
+        (tmp / "a.txt").write_text("a")
+        assert not final.exists()
+    assert (final / "a.txt").read_text() == "a"
+    assert _leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("exc", [RuntimeError, KeyboardInterrupt])
+def test_atomic_directory_rolls_back(tmp_path, exc):
+    final = tmp_path / "world"
+    final.mkdir()
+    (final / "old.txt").write_text("old")
+    with pytest.raises(exc), atomic_directory(final, overwrite=True) as tmp:
+        (tmp / "new.txt").write_text("new")
+        raise exc("boom")
+    assert sorted(p.name for p in final.iterdir()) == ["old.txt"]
+    assert _leftovers(tmp_path) == []
+
+
+def test_atomic_directory_refuses_existing_unless_overwrite(tmp_path):
+    final = tmp_path / "world"
+    final.mkdir()
+    (final / "old.txt").write_text("old")
+    with pytest.raises(RateError, match="already exists"), atomic_directory(final):
+        pass
+    with atomic_directory(final, overwrite=True) as tmp:
+        (tmp / "new.txt").write_text("new")
+    assert sorted(p.name for p in final.iterdir()) == ["new.txt"]
+    assert _leftovers(tmp_path) == []
+
+
+def test_group_permissions_with_own_primary_group(tmp_path, monkeypatch, strict_umask):
+    gid = os.getgid()
+    monkeypatch.setenv("GROUP_NAME", grp.getgrgid(gid).gr_name)
+    path = tmp_path / "out.json"
+    atomic_write_json(path, {"a": 1})
+    st = path.stat()
+    assert st.st_gid == gid
+    assert stat.S_IMODE(st.st_mode) == 0o640  # umask 077 gave 600; group-read was added
+
+    with atomic_directory(tmp_path / "d") as tmp:
+        (tmp / "sub").mkdir()
+        (tmp / "sub" / "f").write_text("x")
+    assert stat.S_IMODE((tmp_path / "d").stat().st_mode) == 0o750
+    assert stat.S_IMODE((tmp_path / "d" / "sub").stat().st_mode) == 0o750
+    assert stat.S_IMODE((tmp_path / "d" / "sub" / "f").stat().st_mode) == 0o640
+
+
+def test_no_group_name_leaves_umask_permissions(tmp_path, strict_umask):
+    path = tmp_path / "f.txt"
+    atomic_write_text(path, "x")
+    apply_group_permissions(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_unknown_group_raises_and_leaves_destination(tmp_path, monkeypatch):
+    path = tmp_path / "f.txt"
+    atomic_write_text(path, "old")
+    monkeypatch.setenv("GROUP_NAME", "rate-no-such-group-xyz")
+    with pytest.raises(RateError) as info:
+        atomic_write_text(path, "new")
+    assert "GROUP_NAME='rate-no-such-group-xyz'" in str(info.value)
+    assert ".env" in str(info.value)
+    assert path.read_text() == "old"
+    assert _leftovers(tmp_path) == []
+
+
+def test_atomic_write_json_is_valid_json(tmp_path):
+    obj = {"b": [1.5, None, True], "a": "x"}
+    atomic_write_json(tmp_path / "o.json", obj, indent=None)
+    assert json.loads((tmp_path / "o.json").read_text()) == obj
+    assert (tmp_path / "o.json").read_text().endswith("}\n")

@@ -66,6 +66,7 @@ def build_world(config: WorldConfig, out: Path, overwrite: bool = False) -> dict
 
         # The reference policy: supervised fine-tuning on expert demonstrations.
         t = time.perf_counter()
+        log.info("world: fine-tuning the reference policy on expert demonstrations")
         demo_pool = pool_from_records(
             make_prompts(balanced(config.demonstrations.per_family), "demo", gen)
         )
@@ -83,6 +84,7 @@ def build_world(config: WorldConfig, out: Path, overwrite: bool = False) -> dict
 
         # The reward model: crowd labels on reference samples at a higher temperature.
         t = time.perf_counter()
+        log.info("world: labelling reference samples by the crowd and training the reward model")
         rmd, rmt = config.reward_model_data, config.reward_model_training
         rm_pool = pool_from_records(make_prompts(balanced(rmd.per_family), "rm", gen))
         rm_responses = sample(policy, rm_pool.tokens, rmd.temperature, gen).responses

@@ -14,8 +14,9 @@ import torch
 
 from rate.errors import RateError
 from rate.schema import from_dict
-from rate.tinyrlhf.data import pool_from_records
-from rate.tinyrlhf.models import Policy, RewardModel
+from rate.tinyrlhf.data import load_labelled, pool_from_records
+from rate.tinyrlhf.dev_eval import pearson, syllable_counts
+from rate.tinyrlhf.models import Policy, RewardModel, load_policy, load_reward_model
 from rate.tinyrlhf.oracle import Oracle
 from rate.tinyrlhf.prompts import balanced, make_prompts
 from rate.tinyrlhf.sampling import sample, score, sequence_kl
@@ -79,6 +80,7 @@ def evaluate_policy(
             row["proxy_reward"] = round(float(proxy[m].mean()), 6)
         if kl is not None:
             row["kl"] = round(float(kl[m].mean()), 6)
+        row["syllable_counts"] = syllable_counts(responses[m])
         report["per_family"][fam] = row
     fams = report["per_family"].values()
     report["balanced"] = {
@@ -90,3 +92,28 @@ def evaluate_policy(
         math.sqrt(sum(r["true_quality_se"] ** 2 for r in fams)) / len(FAMILIES), 6
     )
     return report
+
+
+def world_statistics(world: Path, per_family: int = 500) -> dict:
+    """What a built world looks like against SPEC B.3: reference quality, RM agreement with
+    crowd and expert labels per family, and every run's balanced-sample evaluation."""
+    world = Path(world)
+    oracle, _ = load_oracle(world)
+    reference = load_policy(world / "policy")
+    rm = load_reward_model(world / "reward_model")
+    stats: dict = {"rm_crowd_pearson": {}, "rm_expert_pearson": {}}
+    for key, path in (
+        ("rm_crowd_pearson", "reward_model/train.jsonl"),
+        ("rm_expert_pearson", "data/gold_calib.jsonl"),
+    ):
+        rows = load_labelled(world / path)
+        scores = score(rm, rows.tokens, rows.responses)
+        for f, fam in enumerate(FAMILIES):
+            m = rows.families == f
+            stats[key][fam] = round(pearson(scores[m], rows.labels[m]), 4)
+    stats["reference"] = evaluate_policy(reference, oracle, rm, reference, per_family)
+    stats["runs"] = {}
+    for run in sorted(p for p in (world / "runs").iterdir() if (p / "checkpoint").is_dir()):
+        policy = load_policy(run / "checkpoint")
+        stats["runs"][run.name] = evaluate_policy(policy, oracle, rm, reference, per_family)
+    return stats

@@ -27,7 +27,7 @@ from rate.progress import progress
 from rate.schema import from_dict, parse_override, to_dict
 from rate.tinyrlhf.data import PromptPool, load_prompts
 from rate.tinyrlhf.models import Policy, RewardModel, load_policy, load_reward_model, save_model
-from rate.tinyrlhf.sampling import response_logprobs, sample
+from rate.tinyrlhf.sampling import response_logprobs, sample, sample_without_cache
 from rate.tinyrlhf.vocab import FAMILIES, FAMILY_ID, decode_responses
 
 log = logging.getLogger(__name__)
@@ -226,6 +226,19 @@ def prepare(config: RLConfig, world: Path) -> RLInputs:
     return RLInputs(policy, reference, rm, pool, probs, wrapper)
 
 
+def shaped_advantages(
+    reward: torch.Tensor, kl: torch.Tensor, kl_coef: float, group_size: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """shaped = reward - kl_coef * kl; advantage = shaped minus the mean of its prompt's group.
+
+    Rows are ordered prompt by prompt, ``group_size`` samples each. Both results are (B,).
+    """
+    shaped = reward - kl_coef * kl
+    grouped = shaped.view(-1, group_size)
+    advantage = (grouped - grouped.mean(dim=1, keepdim=True)).reshape(-1)
+    return shaped, advantage
+
+
 class PromptSampler:
     """Draws prompts: a family by weight, then a prompt of that family uniformly."""
 
@@ -244,8 +257,14 @@ class PromptSampler:
         )
 
 
-def train_rl(config: RLConfig, world: Path, out: Path, overwrite: bool = False) -> dict:
-    """Run RL and write run_config.json, log.jsonl and checkpoint/ (plus checkpoints/ if asked)."""
+def train_rl(
+    config: RLConfig, world: Path, out: Path, overwrite: bool = False, fast: bool = True
+) -> dict:
+    """Run RL and write run_config.json, log.jsonl and checkpoint/ (plus checkpoints/ if asked).
+
+    ``fast=False`` runs the plain loop (no key/value cache, every prompt re-encoded for each of
+    its samples); it gives the same updates up to float rounding and exists for the benchmark.
+    """
     out = Path(out)
     if (out / "run_config.json").exists() and not overwrite:
         raise RateError(f"{out} already holds a run; choose another --out or pass --overwrite")
@@ -274,11 +293,18 @@ def train_rl(config: RLConfig, world: Path, out: Path, overwrite: bool = False) 
             idx = sampler.draw(config.batch_prompts, gen)
             unique_prompts = inputs.pool.tokens[idx]  # (B, 6)
             prompts = unique_prompts.repeat_interleave(k, dim=0)  # (B*k, 6)
-            samples = sample(policy, unique_prompts, config.temperature, gen, repeats=k)
+            if fast:
+                samples = sample(policy, unique_prompts, config.temperature, gen, repeats=k)
+            else:
+                samples = sample_without_cache(policy, prompts, config.temperature, gen)
             responses = samples.responses
             with torch.no_grad():
                 proxy = rm(prompts, responses)  # (B*k,)
-                ref_logp = response_logprobs(reference, unique_prompts, responses, repeats=k)
+                ref_logp = (
+                    response_logprobs(reference, unique_prompts, responses, repeats=k)
+                    if fast
+                    else response_logprobs(reference, prompts, responses)
+                )
             reward = proxy
             if inputs.wrapper is not None:
                 records = [inputs.pool.records[i] for i in idx.repeat_interleave(k).tolist()]
@@ -289,11 +315,13 @@ def train_rl(config: RLConfig, world: Path, out: Path, overwrite: bool = False) 
                     decode_responses(responses),
                     proxy,
                 )
-            logp = response_logprobs(policy, unique_prompts, responses, repeats=k)  # (B*k, 8)
+            logp = (  # (B*k, 8), with grad
+                response_logprobs(policy, unique_prompts, responses, repeats=k)
+                if fast
+                else response_logprobs(policy, prompts, responses)
+            )
             kl = (logp.detach() - ref_logp).sum(-1)  # (B*k,)
-            shaped = reward - config.kl_coef * kl
-            grouped = shaped.view(-1, k)
-            advantage = (grouped - grouped.mean(dim=1, keepdim=True)).view(-1)
+            shaped, advantage = shaped_advantages(reward, kl, config.kl_coef, k)
             loss = -(advantage * logp.sum(-1)).mean()
             opt.zero_grad(set_to_none=True)
             loss.backward()

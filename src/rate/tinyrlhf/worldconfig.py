@@ -131,6 +131,17 @@ class RunSpec:
     mix: str = "balanced"  # balanced | pilot | or a comma list of families
     shows: str = ""
 
+    def validate(self, where: str) -> None:
+        if not self.name or "/" in self.name or self.name.startswith("."):
+            raise ConfigError(f"{where}: run name {self.name!r} must be a plain directory name")
+        if self.mix not in ("balanced", "pilot"):
+            for fam in (f.strip() for f in self.mix.split(",")):
+                if fam not in FAMILIES:
+                    raise ConfigError(
+                        f"{where}: run {self.name!r}: mix has unknown family {fam!r}; use 'balanced', "
+                        f"'pilot' or a comma list of {', '.join(FAMILIES)}"
+                    )
+
 
 @dataclass
 class WorldConfig:
@@ -148,6 +159,20 @@ class WorldConfig:
     pools: PoolConfig = field(default_factory=PoolConfig)
     rl_default: dict[str, Any] = field(default_factory=dict)
     runs: list[RunSpec] = field(default_factory=list)
+
+    def validate(self, where: str) -> None:
+        from rate.tinyrlhf.rl import RLConfig  # the RL recipe's own schema checks these keys
+
+        from_dict(RLConfig, self.rl_default, f"{where}: rl_default")
+        names = [r.name for r in self.runs]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"{where}: run names must be unique, got {names}")
+        for run in self.runs:
+            from_dict(
+                RLConfig,
+                {**self.rl_default, **run.overrides},
+                f"{where}: runs.{run.name}.overrides",
+            )
 
 
 def load_world_config(path: Path | None = None, small: bool = False) -> WorldConfig:

@@ -1,0 +1,149 @@
+"""`make bench`: measure the tiny world's build, RL and evaluation; write BENCHMARKS.md.
+
+Ratios are measured within one run (these machines are noisy; absolute times drift). Nothing
+here is asserted: the file records what was measured and the command that reproduces it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from rate.io import atomic_write_text
+from rate.settings import setup_logging
+
+log = logging.getLogger(__name__)
+
+
+def timed(fn) -> tuple[float, object]:
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def bench_world(tmp: Path, full: bool) -> dict:
+    from rate.tinyrlhf.build import build_world
+    from rate.tinyrlhf.worldconfig import load_world_config
+
+    results = {}
+    secs, info = timed(lambda: build_world(load_world_config(small=True), tmp / "small"))
+    results["small_build_s"] = secs
+    if full:
+        secs, info = timed(lambda: build_world(load_world_config(), tmp / "full"))
+        results["full_build_s"] = secs
+        results["full_build_stages"] = info["timings"]
+    return results
+
+
+def bench_rl(world: Path, tmp: Path, plain_steps: int) -> dict:
+    from rate.tinyrlhf.rl import load_rl_config, train_rl
+
+    config = load_rl_config(world / "configs" / "default.json", ["log_every=1000"])
+    full_s, _ = timed(lambda: train_rl(config, world, tmp / "rl_default"))
+    short = load_rl_config(
+        world / "configs" / "default.json", [f"steps={plain_steps}", "log_every=1000"]
+    )
+    fast_s, _ = timed(lambda: train_rl(short, world, tmp / "rl_fast"))
+    plain_s, _ = timed(lambda: train_rl(short, world, tmp / "rl_plain", fast=False))
+    return {
+        "default_run_s": full_s,
+        "default_steps": config.steps,
+        "ours_steps_per_s": plain_steps / fast_s,
+        "plain_steps_per_s": plain_steps / plain_s,
+        "compare_steps": plain_steps,
+    }
+
+
+def bench_eval(world: Path) -> dict:
+    from rate.tinyrlhf.data import load_labelled, load_prompts
+    from rate.tinyrlhf.dev_eval import dev_evaluate
+    from rate.tinyrlhf.evaluate import evaluate_policy, load_oracle
+    from rate.tinyrlhf.models import load_policy, load_reward_model
+
+    policy = load_policy(world / "runs" / "default-s800" / "checkpoint")
+    ref, rm = load_policy(world / "policy"), load_reward_model(world / "reward_model")
+    dev, gold = (
+        load_prompts(world / "data" / "prompts_dev.jsonl"),
+        load_labelled(world / "data" / "gold_calib.jsonl"),
+    )
+    dev_s, _ = timed(lambda: dev_evaluate(policy, ref, rm, dev, gold))
+    oracle, _ = load_oracle(world)
+    truth_s, _ = timed(lambda: evaluate_policy(policy, oracle, rm, ref, 500))
+    return {"dev_eval_s": dev_s, "dev_prompts": len(dev), "truth_eval_s": truth_s}
+
+
+def render(r: dict, command: str) -> str:
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Reproduce with `{command}`. Machine: {platform.machine()}, {os.cpu_count()} CPUs, "
+        f"torch {torch.__version__} on {torch.get_num_threads()} threads; measured {time.strftime('%Y-%m-%d')}.",
+        "Times drift between runs on these machines; ratios are measured within one run.",
+        "",
+        "## Tiny RLHF world (issue: foundation)",
+        "",
+        "| what | measured | goal |",
+        "|---|---|---|",
+    ]
+    if "full_build_s" in r:
+        st = r["full_build_stages"]
+        lines.append(
+            f"| full world build | {r['full_build_s']:.0f} s (SFT {st['sft_s']:.0f} s, reward model "
+            f"{st['reward_model_s']:.0f} s, five RL runs + dev evals {st['runs_s']:.0f} s) | < 600 s |"
+        )
+    lines += [
+        f"| `--small` world build | {r['small_build_s']:.1f} s | < 60 s |",
+        f"| default RL run ({r['default_steps']} steps) | {r['default_run_s']:.1f} s | < 25 s (published trainer: 50 s) |",
+        f"| RL steps/s, ours vs plain loop ({r['compare_steps']} steps each) | {r['ours_steps_per_s']:.1f} vs "
+        f"{r['plain_steps_per_s']:.1f} ({r['ours_steps_per_s'] / r['plain_steps_per_s']:.2f}x) | |",
+        f"| development evaluation ({r['dev_prompts']} dev prompts) | {r['dev_eval_s']:.2f} s | |",
+        f"| truth evaluation (500 prompts per family) | {r['truth_eval_s']:.2f} s | |",
+        "",
+        "The plain loop is the same trainer without the key/value cache in sampling and with each",
+        "prompt re-encoded for every one of its samples (`train_rl(..., fast=False)`).",
+        "",
+        "Raw figures:",
+        "",
+        "```json",
+        json.dumps(
+            {k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}, indent=2
+        ),
+        "```",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rate.bench", description=__doc__)
+    parser.add_argument("--out", type=Path, default=Path("BENCHMARKS.md"))
+    parser.add_argument(
+        "--world", type=Path, help="reuse a built full world instead of timing a build"
+    )
+    parser.add_argument(
+        "--plain-steps", type=int, default=100, help="steps for the ours-vs-plain comparison"
+    )
+    args = parser.parse_args(argv)
+    setup_logging("INFO")
+    os.environ.setdefault("RATE_PROGRESS", "0")
+    with tempfile.TemporaryDirectory(prefix="rate-bench-") as tmp_name:
+        tmp = Path(tmp_name)
+        results = bench_world(tmp, full=args.world is None)
+        world = args.world or tmp / "full"
+        results.update(bench_rl(world, tmp, args.plain_steps))
+        results.update(bench_eval(world))
+    command = "make bench" if args.world is None else f"python -m rate.bench --world {args.world}"
+    atomic_write_text(args.out, render(results, command))
+    print(render(results, command))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,45 @@
+"""Shared fixtures: a small world built once per session, and the full world for slow tests."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+os.environ.setdefault("RATE_PROGRESS", "0")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+torch.set_num_threads(min(2, os.cpu_count() or 1))
+
+
+@pytest.fixture(scope="session")
+def small_world(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A world built from the packaged --small config (about 15 s)."""
+    from rate.tinyrlhf.build import build_world
+    from rate.tinyrlhf.worldconfig import load_world_config
+
+    out = tmp_path_factory.mktemp("small") / "world"
+    build_world(load_world_config(small=True), out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def full_world(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The full default world (several minutes). RATE_TEST_WORLD may name an already built one,
+    which must have been built from the current packaged default config."""
+    from rate.schema import to_dict
+    from rate.tinyrlhf.build import build_world
+    from rate.tinyrlhf.evaluate import load_oracle
+    from rate.tinyrlhf.worldconfig import load_world_config
+
+    config = load_world_config()
+    given = os.environ.get("RATE_TEST_WORLD")
+    if given:
+        world = Path(given)
+        _, built_from = load_oracle(world)
+        assert to_dict(built_from) == to_dict(config), f"{world} was built from another config"
+        return world
+    out = tmp_path_factory.mktemp("full") / "world"
+    build_world(config, out)
+    return out

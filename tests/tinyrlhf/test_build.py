@@ -1,0 +1,131 @@
+"""The world builder: layout, determinism, the pilot mix, atomicity, and the config's errors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from rate.errors import ConfigError, RateError
+from rate.io import read_jsonl
+from rate.tinyrlhf import build as build_module
+from rate.tinyrlhf.build import build_world
+from rate.tinyrlhf.worldconfig import load_world_config
+
+LAYOUT = [
+    "configs/default.json",
+    "data/gold_calib.jsonl",
+    "data/prompts_dev.jsonl",
+    "data/prompts_train.jsonl",
+    "policy/config.json",
+    "policy/policy.safetensors",
+    "reward_model/TRAINING.md",
+    "reward_model/config.json",
+    "reward_model/rm.safetensors",
+    "reward_model/train.jsonl",
+    "runs/README.md",
+    "truth/world.json",
+]
+RUNS = ["default-s800", "fourfam-s800", "kl002-s1500", "kl05-s800", "pilotmix-s800"]
+RUN_FILES = [
+    "NOTES.md",
+    "checkpoint/config.json",
+    "checkpoint/policy.safetensors",
+    "dev_eval.json",
+    "log.jsonl",
+    "run_config.json",
+]
+
+
+def test_layout_is_complete(small_world):
+    for rel in LAYOUT:
+        assert (small_world / rel).is_file(), rel
+    for run in RUNS:
+        for rel in RUN_FILES:
+            assert (small_world / "runs" / run / rel).is_file(), f"{run}/{rel}"
+        assert f"[{run}]({run}/NOTES.md)" in (small_world / "runs" / "README.md").read_text()
+    dev_eval = json.loads((small_world / "runs" / "default-s800" / "dev_eval.json").read_text())
+    assert set(dev_eval["proxy_reward"]) == {"mean", "std", "p50", "p90"}
+    assert {"kl", "rm_gold_pearson", "n_prompts", "per_family"} <= set(dev_eval)
+
+
+def test_pools_have_the_configured_sizes_and_the_pilot_mix(small_world):
+    config = load_world_config(small=True)
+    dev = read_jsonl(small_world / "data" / "prompts_dev.jsonl")
+    counts = {f: sum(r["family"] == f for r in dev) for f in config.pools.dev_mix}
+    assert counts == config.pools.dev_mix
+    train = read_jsonl(small_world / "data" / "prompts_train.jsonl")
+    assert len(train) == 6 * config.pools.train_per_family
+    gold = read_jsonl(small_world / "data" / "gold_calib.jsonl")
+    assert len(gold) == 6 * config.pools.gold_per_family and all(
+        len(r["response"]) == 8 for r in gold
+    )
+    qa = read_jsonl(small_world / "reward_model" / "train.jsonl")
+    assert len(qa) == 6 * config.reward_model_data.qa_per_family
+    assert len({r["id"] for r in train + dev + gold}) == len(train) + len(dev) + len(gold)
+
+
+def test_fourfam_and_pilot_runs_record_their_mix(small_world):
+    four = json.loads((small_world / "runs" / "fourfam-s800" / "run_config.json").read_text())
+    assert four["family_weights"] == {
+        "anvil": 1.0,
+        "birch": 1.0,
+        "cobalt": 1.0,
+        "dune": 0.0,
+        "ember": 0.0,
+        "fjord": 1.0,
+    }
+    pilot = json.loads((small_world / "runs" / "pilotmix-s800" / "run_config.json").read_text())
+    assert pilot["family_weights"]["dune"] == pytest.approx(5 / 200)
+
+
+def digest(root, rels):
+    return {rel: hashlib.sha256((root / rel).read_bytes()).hexdigest() for rel in rels}
+
+
+def test_same_config_same_world(small_world, tmp_path):
+    again = tmp_path / "again"
+    build_world(load_world_config(small=True), again)
+    rels = [r for r in LAYOUT if r != "runs/README.md"] + [
+        f"runs/{r}/checkpoint/policy.safetensors" for r in RUNS
+    ]
+    assert digest(small_world, rels) == digest(again, rels)
+
+
+def test_failed_build_leaves_nothing_behind(tmp_path, monkeypatch):
+    def boom(*args, **kwargs):
+        raise RuntimeError("killed mid-build")
+
+    monkeypatch.setattr(build_module, "train_rl", boom)
+    with pytest.raises(RuntimeError):
+        build_world(load_world_config(small=True), tmp_path / "w")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_existing_world_is_kept_unless_overwrite(small_world):
+    with pytest.raises(RateError, match="exists"):
+        build_world(load_world_config(small=True), small_world)
+
+
+@pytest.mark.parametrize(
+    "patch, message",
+    [
+        ({"sed": 1}, "did you mean 'seed'"),
+        ({"labels": {"token_bonus": {"dunes": {"pa": 1.0}}}}, "unknown family 'dunes'"),
+        ({"labels": {"token_bonus": {"dune": {"px": 1.0}}}}, "unknown syllable 'px'"),
+        ({"labels": {"crowd_noise": "high"}}, "key 'labels.crowd_noise': expected a number"),
+        ({"rule": {"correct_per_position": 0}}, "correct_per_position must be in"),
+        ({"pools": {"dev_mix": {"anvil": 1, "atlantis": 2}}}, "unknown family 'atlantis'"),
+        ({"runs": [{"name": "x", "mix": "anvil,atlantis"}]}, "unknown family 'atlantis'"),
+        ({"rl_default": {"kl_coeff": 0.1}}, "did you mean 'kl_coef'"),
+    ],
+)
+def test_bad_world_config_is_rejected(tmp_path, patch, message):
+    data = json.loads(json.dumps({}))
+    data.update(patch)
+    path = tmp_path / "world.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match=message) as info:
+        load_world_config(path)
+    assert str(path) in str(info.value)

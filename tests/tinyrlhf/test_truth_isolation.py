@@ -1,0 +1,82 @@
+"""Ground truth is kept apart: only labelling, building and evaluation may touch it.
+
+The trainers, the dev evaluation and any analysis code must learn from data alone, so neither
+the oracle nor the labelling module (which knows the shortcuts) may be imported by them,
+directly or through another module; and only the labelling module reads the shortcut tables.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import rate
+
+SRC = Path(rate.__file__).parent
+TRUTH_MODULES = {"rate.tinyrlhf.oracle", "rate.tinyrlhf.labels", "rate.tinyrlhf.evaluate"}
+# Modules allowed to import the truth: labelling, the world builder, evaluation and the
+# commands that call evaluation.
+ALLOWED = {
+    "rate.tinyrlhf.oracle",
+    "rate.tinyrlhf.labels",
+    "rate.tinyrlhf.evaluate",
+    "rate.tinyrlhf.build",
+    "rate.tinyrlhf.cli",
+    "rate.demo",
+}
+MUST_STAY_BLIND = [
+    "rate.tinyrlhf.rl",
+    "rate.tinyrlhf.sft",
+    "rate.tinyrlhf.rm_train",
+    "rate.tinyrlhf.best_of_n",
+    "rate.tinyrlhf.dev_eval",
+    "rate.tinyrlhf.sampling",
+    "rate.tinyrlhf.reports",
+]
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(SRC.parent).with_suffix("")
+    return ".".join(rel.parts).removesuffix(".__init__")
+
+
+def imported_modules(tree: ast.AST) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+    return names
+
+
+def test_only_allowed_modules_import_the_truth():
+    offenders = []
+    for path in SRC.rglob("*.py"):
+        name = module_name(path)
+        if name in ALLOWED:
+            continue
+        if imported_modules(ast.parse(path.read_text())) & TRUTH_MODULES:
+            offenders.append(name)
+    assert offenders == []
+
+
+def test_trainers_do_not_load_the_truth_even_indirectly():
+    code = "import sys\n" + "".join(f"import {m}\n" for m in MUST_STAY_BLIND)
+    code += f"print(sorted(set(sys.modules) & set({sorted(TRUTH_MODULES)!r})))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_only_labelling_reads_the_shortcut_tables():
+    readers = []
+    for path in SRC.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        attrs = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        if attrs & {"token_bonus", "pair_premium"}:
+            readers.append(module_name(path))
+    # The config module defines and validates the tables; labelling is the one module that uses them.
+    assert sorted(readers) == ["rate.tinyrlhf.labels", "rate.tinyrlhf.worldconfig"]

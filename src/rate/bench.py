@@ -29,7 +29,7 @@ def timed(fn) -> tuple[float, object]:
     return time.perf_counter() - start, result
 
 
-def bench_world(tmp: Path, full: bool) -> dict:
+def bench_world(tmp: Path, full: Path | None) -> dict:
     from rate.tinyrlhf.build import build_world
     from rate.tinyrlhf.worldconfig import load_world_config
 
@@ -37,7 +37,7 @@ def bench_world(tmp: Path, full: bool) -> dict:
     secs, info = timed(lambda: build_world(load_world_config(small=True), tmp / "small"))
     results["small_build_s"] = secs
     if full:
-        secs, info = timed(lambda: build_world(load_world_config(), tmp / "full"))
+        secs, info = timed(lambda: build_world(load_world_config(), full))
         results["full_build_s"] = secs
         results["full_build_stages"] = info["timings"]
     return results
@@ -130,13 +130,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--plain-steps", type=int, default=100, help="steps for the ours-vs-plain comparison"
     )
+    parser.add_argument("--keep", type=Path, help="keep the full world built by the benchmark here")
     args = parser.parse_args(argv)
     setup_logging("INFO")
     os.environ.setdefault("RATE_PROGRESS", "0")
     with tempfile.TemporaryDirectory(prefix="rate-bench-") as tmp_name:
         tmp = Path(tmp_name)
-        results = bench_world(tmp, full=args.world is None)
-        world = args.world or tmp / "full"
+        world = args.world or args.keep or tmp / "full"
+        results = bench_world(tmp, full=None if args.world else world)
         results.update(bench_rl(world, tmp, args.plain_steps))
         results.update(bench_eval(world))
     command = "make bench" if args.world is None else f"python -m rate.bench --world {args.world}"

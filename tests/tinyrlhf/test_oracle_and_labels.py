@@ -114,3 +114,10 @@ def test_demonstrations_hit_the_requested_correct_rate():
     # P(correct) = 0.25 + 0.75 * 3/24 = 0.34375
     assert oracle.quality(p, demos).mean().item() == pytest.approx(0.34375, abs=0.01)
     assert SYLLABLE_ID["ba"] == 0
+
+
+def test_filler_syllables_are_never_correct():
+    oracle = Oracle(seed=7, correct_per_position=3, attr_groups=2, never_correct=("pa", "he"))
+    assert not oracle.table[..., SYLLABLE_ID["pa"]].any()
+    assert not oracle.table[..., SYLLABLE_ID["he"]].any()
+    assert (oracle.table.sum(-1) == 3).all()

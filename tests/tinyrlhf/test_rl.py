@@ -199,3 +199,47 @@ def test_existing_run_is_not_overwritten_by_accident(small_world, tmp_path):
     with pytest.raises(RateError, match="already holds a run"):
         train_rl(config, small_world, tmp_path / "run")
     train_rl(config, small_world, tmp_path / "run", overwrite=True)
+
+
+def test_killed_run_leaves_only_complete_checkpoints(small_world, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rate.cli",
+            "tinyrlhf",
+            "rl",
+            "--world",
+            str(small_world),
+            "--out",
+            str(out),
+            "--override",
+            "steps=100000",
+            "--override",
+            "save_every=1",
+            "--override",
+            "batch_prompts=2",
+        ],
+        env={**os.environ, "RATE_PROGRESS": "0"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and len(list((out / "checkpoints").glob("step_*"))) < 5:
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    saved = sorted((out / "checkpoints").glob("step_*"))
+    assert len(saved) >= 5
+    for ckpt in saved:  # every visible checkpoint is whole, whatever instant the kill hit
+        load_policy(ckpt)
+    assert not (out / "checkpoint").exists()  # the final checkpoint is written only at the end

@@ -25,6 +25,7 @@ ALLOWED = {
     "rate.tinyrlhf.build",
     "rate.tinyrlhf.cli",
     "rate.demo",
+    "rate.bench",  # times the truth evaluation
 }
 MUST_STAY_BLIND = [
     "rate.tinyrlhf.rl",

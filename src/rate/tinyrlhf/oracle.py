@@ -16,6 +16,7 @@ from rate.tinyrlhf.vocab import (
     N_ATTRS,
     N_SYLLABLES,
     RESPONSE_LEN,
+    SYLLABLES,
     TOKEN_ID,
 )
 from rate.tinyrlhf.worldconfig import WorldConfig
@@ -26,10 +27,14 @@ _ATTR0 = TOKEN_ID[ATTR_TOKENS[0]]
 
 class Oracle:
     """The hidden rule: at position p of a family-f response, a syllable is correct when it is in
-    a set of ``k`` syllables chosen by (f, p, the group of the value of one prompt attribute)."""
+    a set of ``k`` syllables chosen by (f, p, the group of the value of one prompt attribute).
+    Filler syllables (``never_correct``) are in no set: experts never count them."""
 
-    def __init__(self, seed: int, correct_per_position: int, attr_groups: int) -> None:
+    def __init__(
+        self, seed: int, correct_per_position: int, attr_groups: int, never_correct: tuple[str, ...] = ()
+    ) -> None:
         rng = np.random.default_rng([seed, 0x5EC2E7])
+        candidates = np.array([i for i, s in enumerate(SYLLABLES) if s not in set(never_correct)])
         n_fam = len(FAMILIES)
         # Which of the four attributes decides position p in family f.
         self.attr_index = torch.tensor(rng.integers(0, N_ATTRS, size=(n_fam, RESPONSE_LEN)))
@@ -39,7 +44,7 @@ class Oracle:
         for f in range(n_fam):
             for p in range(RESPONSE_LEN):
                 for g in range(attr_groups):
-                    chosen = rng.choice(N_SYLLABLES, correct_per_position, replace=False)
+                    chosen = rng.choice(candidates, correct_per_position, replace=False)
                     group_sets[f, p, g, chosen] = True
                 group_of_value = rng.permutation(np.arange(N_ATTR_VALUES) % attr_groups)
                 table[f, p] = group_sets[f, p, group_of_value]
@@ -47,7 +52,8 @@ class Oracle:
 
     @classmethod
     def from_world(cls, config: WorldConfig) -> Oracle:
-        return cls(config.seed, config.rule.correct_per_position, config.rule.attr_groups)
+        rule = config.rule
+        return cls(config.seed, rule.correct_per_position, rule.attr_groups, tuple(rule.never_correct))
 
     def correct_sets(self, prompts: torch.Tensor) -> torch.Tensor:
         """Boolean mask of correct syllables per position, shape (B, RESPONSE_LEN, N_SYLLABLES)."""

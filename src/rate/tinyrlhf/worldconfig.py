@@ -23,8 +23,14 @@ class RuleConfig:
 
     correct_per_position: int = 3
     attr_groups: int = 2  # distinct correct sets per (family, position), chosen by an attribute
+    never_correct: list[str] = field(default_factory=list)  # filler syllables experts never count
 
     def validate(self, where: str) -> None:
+        unknown = [s for s in self.never_correct if s not in SYLLABLES]
+        if unknown:
+            raise ConfigError(f"{where}: rule.never_correct: unknown syllable(s) {unknown}")
+        if N_SYLLABLES - len(set(self.never_correct)) < self.correct_per_position:
+            raise ConfigError(f"{where}: rule.never_correct leaves fewer than correct_per_position syllables")
         if not 1 <= self.attr_groups <= 8:
             raise ConfigError(f"{where}: rule.attr_groups must be in 1..8")
         if not 1 <= self.correct_per_position < N_SYLLABLES:

@@ -31,7 +31,11 @@ class Oracle:
     Filler syllables (``never_correct``) are in no set: experts never count them."""
 
     def __init__(
-        self, seed: int, correct_per_position: int, attr_groups: int, never_correct: tuple[str, ...] = ()
+        self,
+        seed: int,
+        correct_per_position: int,
+        attr_groups: int,
+        never_correct: tuple[str, ...] = (),
     ) -> None:
         rng = np.random.default_rng([seed, 0x5EC2E7])
         candidates = np.array([i for i, s in enumerate(SYLLABLES) if s not in set(never_correct)])
@@ -53,7 +57,9 @@ class Oracle:
     @classmethod
     def from_world(cls, config: WorldConfig) -> Oracle:
         rule = config.rule
-        return cls(config.seed, rule.correct_per_position, rule.attr_groups, tuple(rule.never_correct))
+        return cls(
+            config.seed, rule.correct_per_position, rule.attr_groups, tuple(rule.never_correct)
+        )
 
     def correct_sets(self, prompts: torch.Tensor) -> torch.Tensor:
         """Boolean mask of correct syllables per position, shape (B, RESPONSE_LEN, N_SYLLABLES)."""

@@ -30,7 +30,9 @@ class RuleConfig:
         if unknown:
             raise ConfigError(f"{where}: rule.never_correct: unknown syllable(s) {unknown}")
         if N_SYLLABLES - len(set(self.never_correct)) < self.correct_per_position:
-            raise ConfigError(f"{where}: rule.never_correct leaves fewer than correct_per_position syllables")
+            raise ConfigError(
+                f"{where}: rule.never_correct leaves fewer than correct_per_position syllables"
+            )
         if not 1 <= self.attr_groups <= 8:
             raise ConfigError(f"{where}: rule.attr_groups must be in 1..8")
         if not 1 <= self.correct_per_position < N_SYLLABLES:

@@ -159,3 +159,27 @@ def test_demo_builds_once_then_reuses(tmp_path):
     again = rate("demo", "--small", "--world", str(world), "--per-family", "40")
     assert again.returncode == 0 and "reusing the world" in again.stderr
     assert again.stdout == out.stdout  # evaluation is seeded: same world, same report
+
+
+def test_stats_reports_agreement_markers_and_runs(small_world, tmp_path):
+    out = rate(
+        "tinyrlhf",
+        "stats",
+        "--world",
+        str(small_world),
+        "--per-family",
+        "30",
+        "--out",
+        str(tmp_path / "s.json"),
+    )
+    assert out.returncode == 0, out.stderr
+    assert "dune `pa`" in out.stdout and "ember `he`" in out.stdout and "kl05-s800" in out.stdout
+    stats = json.loads((tmp_path / "s.json").read_text())
+    assert set(stats["rm_crowd_pearson"]) == set(FAMILIES)
+    assert set(stats["runs"]) == {
+        "default-s800",
+        "fourfam-s800",
+        "kl002-s1500",
+        "kl05-s800",
+        "pilotmix-s800",
+    }

@@ -86,6 +86,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--json", action="store_true", help="print JSON instead of a table")
     e.set_defaults(func=cmd_evaluate)
 
+    st = tiny.add_parser("stats", help="a built world against the published one (uses the truth)")
+    st.add_argument("--world", type=Path, required=True)
+    st.add_argument("--per-family", type=int, default=500, help="evaluation prompts per family")
+    st.add_argument("--out", type=Path, help="also write the full statistics as JSON here")
+    st.set_defaults(func=cmd_stats)
+
 
 def cmd_build(args: argparse.Namespace) -> int:
     from rate.tinyrlhf.build import build_world
@@ -196,4 +202,35 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         args.per_family,
     )
     print(json.dumps(report, indent=2) if args.json else quality_table({str(args.policy): report}))
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from rate.tinyrlhf.evaluate import load_oracle, world_statistics
+    from rate.tinyrlhf.report_table import quality_table
+    from rate.tinyrlhf.vocab import FAMILIES
+
+    stats = world_statistics(args.world, args.per_family)
+    _, config = load_oracle(args.world)
+    if args.out:
+        atomic_write_json(args.out, stats)
+    lines = ["RM agreement (Pearson) per family:"]
+    for key, label in (
+        ("rm_crowd_pearson", "crowd, train.jsonl"),
+        ("rm_expert_pearson", "expert, gold_calib"),
+    ):
+        lines.append(f"  {label:<20}" + "".join(f"{f} {stats[key][f]:.3f}  " for f in FAMILIES))
+    lines.append(
+        "Marker syllables of the label-source shortcuts (mean count of 8, balanced samples):"
+    )
+    reports = {"reference": stats["reference"], **stats["runs"]}
+    for fam, tokens in config.labels.token_bonus.items():
+        for tok in tokens:
+            cells = "  ".join(
+                f"{n} {r['per_family'][fam]['syllable_counts'][tok]:.2f}"
+                for n, r in reports.items()
+            )
+            lines.append(f"  {fam} `{tok}`: {cells}")
+    print("\n".join(lines) + "\n")
+    print(quality_table(reports))
     return 0

@@ -20,8 +20,28 @@ class Samples:
     entropy: torch.Tensor  # (B, RESPONSE_LEN), entropy of the temperature-1 distribution
 
 
-@torch.no_grad()  # not inference_mode: samples feed the autograd graph of RL
-def sample(
+def _draw(
+    step_logits: torch.Tensor,
+    temperature: float,
+    generator: torch.Generator | None,
+    t: int,
+    tokens: torch.Tensor,
+    logprobs: torch.Tensor,
+    entropy: torch.Tensor,
+) -> torch.Tensor:
+    """Sample position ``t`` from (B, V) logits; record token, log-prob and entropy. -> (B, 1)"""
+    logp = F.log_softmax(step_logits, dim=-1)  # (B, V), temperature 1
+    p1 = logp.exp()
+    probs = p1 if temperature == 1.0 else F.softmax(step_logits / temperature, dim=-1)
+    nxt = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
+    tokens[:, t] = nxt[:, 0]
+    logprobs[:, t] = logp.gather(1, nxt)[:, 0]
+    entropy[:, t] = -(p1 * logp).sum(-1)
+    return nxt
+
+
+@torch.inference_mode()
+def _sample(
     policy: Policy,
     prompts: torch.Tensor,
     temperature: float = 1.0,
@@ -45,16 +65,26 @@ def sample(
             (k.repeat_interleave(repeats, 0), v.repeat_interleave(repeats, 0)) for k, v in cache
         ]
     for t in range(RESPONSE_LEN):
-        logp = F.log_softmax(step_logits, dim=-1)  # (B, V)
-        probs = F.softmax(step_logits / temperature, dim=-1)
-        nxt = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
-        tokens[:, t] = nxt[:, 0]
-        logprobs[:, t] = logp.gather(1, nxt)[:, 0]
-        entropy[:, t] = -(logp.exp() * logp).sum(-1)
+        nxt = _draw(step_logits, temperature, generator, t, tokens, logprobs, entropy)
         if t + 1 < RESPONSE_LEN:
             step_logits, cache = policy(nxt, cache=cache, start=PROMPT_LEN + t)
             step_logits = step_logits[:, -1]
     return Samples(tokens, logprobs, entropy)
+
+
+def sample(
+    policy: Policy,
+    prompts: torch.Tensor,
+    temperature: float = 1.0,
+    generator: torch.Generator | None = None,
+    repeats: int = 1,
+) -> Samples:
+    """Draw ``repeats`` responses per prompt row (rows ordered prompt by prompt), decoding with a
+    key/value cache; the prompt itself is encoded once however many samples it gets."""
+    s = _sample(policy, prompts, temperature, generator, repeats)
+    # Decoding runs in inference mode (less overhead per op); the results are cloned into
+    # ordinary tensors because RL feeds them into its autograd graph.
+    return Samples(s.responses.clone(), s.logprobs.clone(), s.entropy.clone())
 
 
 @torch.no_grad()
@@ -69,13 +99,10 @@ def sample_without_cache(
     seq = prompts
     logprobs = torch.empty(B, RESPONSE_LEN)
     entropy = torch.empty(B, RESPONSE_LEN)
+    tokens = torch.empty(B, RESPONSE_LEN, dtype=torch.long)
     for t in range(RESPONSE_LEN):
         logits, _ = policy(seq)
-        logp = F.log_softmax(logits[:, -1], dim=-1)
-        probs = F.softmax(logits[:, -1] / temperature, dim=-1)
-        nxt = torch.multinomial(probs, 1, generator=generator)
-        logprobs[:, t] = logp.gather(1, nxt)[:, 0]
-        entropy[:, t] = -(logp.exp() * logp).sum(-1)
+        nxt = _draw(logits[:, -1], temperature, generator, t, tokens, logprobs, entropy)
         seq = torch.cat([seq, nxt], dim=1)
     return Samples(seq[:, PROMPT_LEN:], logprobs, entropy)
 

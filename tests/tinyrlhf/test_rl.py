@@ -243,3 +243,12 @@ def test_killed_run_leaves_only_complete_checkpoints(small_world, tmp_path):
     for ckpt in saved:  # every visible checkpoint is whole, whatever instant the kill hit
         load_policy(ckpt)
     assert not (out / "checkpoint").exists()  # the final checkpoint is written only at the end
+
+
+def test_shipped_experiment_configs_are_valid():
+    from pathlib import Path
+
+    configs = sorted((Path(__file__).parents[2] / "experiments" / "tinyrlhf").glob("*.json"))
+    assert configs
+    for path in configs:
+        load_rl_config(path)

@@ -72,12 +72,17 @@ def test_trainers_do_not_load_the_truth_even_indirectly():
     assert out.stdout.strip() == "[]"
 
 
-def test_only_labelling_reads_the_shortcut_tables():
+def test_only_labelling_and_truth_evaluation_read_the_shortcut_tables():
     readers = []
     for path in SRC.rglob("*.py"):
         tree = ast.parse(path.read_text())
         attrs = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
         if attrs & {"token_bonus", "pair_premium"}:
             readers.append(module_name(path))
-    # The config module defines and validates the tables; labelling is the one module that uses them.
-    assert sorted(readers) == ["rate.tinyrlhf.labels", "rate.tinyrlhf.worldconfig"]
+    # The config module defines and validates the tables; labelling uses them to make labels;
+    # the truth evaluation reports how often policies write the vendor's marker syllables.
+    assert sorted(readers) == [
+        "rate.tinyrlhf.evaluate",
+        "rate.tinyrlhf.labels",
+        "rate.tinyrlhf.worldconfig",
+    ]

@@ -206,12 +206,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from rate.tinyrlhf.evaluate import load_oracle, world_statistics
+    from rate.tinyrlhf.evaluate import world_statistics
     from rate.tinyrlhf.report_table import quality_table
     from rate.tinyrlhf.vocab import FAMILIES
 
     stats = world_statistics(args.world, args.per_family)
-    _, config = load_oracle(args.world)
     if args.out:
         atomic_write_json(args.out, stats)
     lines = ["RM agreement (Pearson) per family:"]
@@ -223,14 +222,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
     lines.append(
         "Marker syllables of the label-source shortcuts (mean count of 8, balanced samples):"
     )
-    reports = {"reference": stats["reference"], **stats["runs"]}
-    for fam, tokens in config.labels.token_bonus.items():
-        for tok in tokens:
-            cells = "  ".join(
-                f"{n} {r['per_family'][fam]['syllable_counts'][tok]:.2f}"
-                for n, r in reports.items()
-            )
-            lines.append(f"  {fam} `{tok}`: {cells}")
+    for marker, counts in stats["marker_counts"].items():
+        fam, tok = marker.split(":")
+        lines.append(f"  {fam} `{tok}`: " + "  ".join(f"{n} {c:.2f}" for n, c in counts.items()))
     print("\n".join(lines) + "\n")
-    print(quality_table(reports))
+    print(quality_table({"reference": stats["reference"], **stats["runs"]}))
     return 0

@@ -98,7 +98,7 @@ def world_statistics(world: Path, per_family: int = 500) -> dict:
     """What a built world looks like against SPEC B.3: reference quality, RM agreement with
     crowd and expert labels per family, and every run's balanced-sample evaluation."""
     world = Path(world)
-    oracle, _ = load_oracle(world)
+    oracle, config = load_oracle(world)
     reference = load_policy(world / "policy")
     rm = load_reward_model(world / "reward_model")
     stats: dict = {"rm_crowd_pearson": {}, "rm_expert_pearson": {}}
@@ -116,4 +116,13 @@ def world_statistics(world: Path, per_family: int = 500) -> dict:
     for run in sorted(p for p in (world / "runs").iterdir() if (p / "checkpoint").is_dir()):
         policy = load_policy(run / "checkpoint")
         stats["runs"][run.name] = evaluate_policy(policy, oracle, rm, reference, per_family)
+    # How often each policy writes the marker syllables that the crowd vendor paid a bonus for.
+    reports = {"reference": stats["reference"], **stats["runs"]}
+    stats["marker_counts"] = {
+        f"{fam}:{tok}": {
+            name: r["per_family"][fam]["syllable_counts"][tok] for name, r in reports.items()
+        }
+        for fam, tokens in config.labels.token_bonus.items()
+        for tok in tokens
+    }
     return stats

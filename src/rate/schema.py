@@ -42,12 +42,11 @@ def _convert(tp: Any, value: Any, where: str, path: str) -> Any:
     if tp is Any:
         return value
     if origin in (Union, types.UnionType):
-        errors = []
         for arg in typing.get_args(tp):
             try:
                 return _convert(arg, value, where, path)
-            except ConfigError as err:
-                errors.append(err)
+            except ConfigError:
+                continue
         raise ConfigError(f"{_at(where, path)}: expected {_type_name(tp)}, got {value!r}")
     if tp is type(None):
         if value is not None:

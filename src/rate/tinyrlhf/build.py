@@ -19,10 +19,10 @@ from rate import __version__
 from rate.io import atomic_directory, atomic_write_json, atomic_write_text, write_jsonl
 from rate.schema import to_dict
 from rate.tinyrlhf import labels
-from rate.tinyrlhf.data import LabelledSet, PromptPool, labelled_rows, pool_from_records
+from rate.tinyrlhf.data import LabelledSet, labelled_rows, pool_from_records
 from rate.tinyrlhf.dev_eval import dev_evaluate
 from rate.tinyrlhf.evaluate import TRUTH_FILE
-from rate.tinyrlhf.models import load_policy, load_reward_model, save_model
+from rate.tinyrlhf.models import load_policy, save_model
 from rate.tinyrlhf.oracle import Oracle
 from rate.tinyrlhf.prompts import balanced, make_prompts
 from rate.tinyrlhf.reports import run_notes, runs_index, training_notes
@@ -135,9 +135,7 @@ def build_world(config: WorldConfig, out: Path, overwrite: bool = False) -> dict
             log.info("world: RL run %s", spec.name)
             train_rl(run_cfg, root, run_dir)
             trained = load_policy(run_dir / "checkpoint")
-            dev_eval = dev_evaluate(
-                trained, policy, load_reward_model(root / "reward_model"), dev_pool, gold
-            )
+            dev_eval = dev_evaluate(trained, policy, rm, dev_pool, gold)
             atomic_write_json(run_dir / "dev_eval.json", dev_eval)
             atomic_write_text(
                 run_dir / "NOTES.md", run_notes(spec, run_cfg, dev_eval, reference_eval)
@@ -168,4 +166,4 @@ def qa_sample(rows: list[dict], per_family: int) -> list[dict]:
     return out
 
 
-__all__ = ["build_world", "qa_sample", "run_family_weights", "PromptPool"]
+__all__ = ["build_world", "qa_sample", "run_family_weights"]

@@ -17,6 +17,7 @@ from rate.tinyrlhf.vocab import (
     family_ids,
     validate_labelled_record,
     validate_prompt_record,
+    validate_response,
 )
 
 
@@ -52,29 +53,43 @@ def pool_from_records(records: list[dict]) -> PromptPool:
     return PromptPool(records, encode_prompts(records), family_ids(records))
 
 
-def load_prompts(path: Path) -> PromptPool:
-    """Read a prompt JSONL file; every bad line is reported with its file and line number."""
+def _read_validated(path: Path, validate, what: str) -> list[dict]:
+    """Read a JSONL file and validate every row, naming the file and line of the first bad one."""
     rows = read_jsonl(path)
     if not rows:
-        raise DataFileError(f"{path}: no prompts in the file")
+        raise DataFileError(f"{path}: no {what} in the file")
     for lineno, rec in zip(_line_numbers(path), rows, strict=True):
-        validate_prompt_record(rec, f"{path}:{lineno}")
-    return pool_from_records(rows)
+        validate(rec, f"{path}:{lineno}")
+    return rows
+
+
+def load_prompts(path: Path) -> PromptPool:
+    """Read a prompt JSONL file; every bad line is reported with its file and line number."""
+    return pool_from_records(_read_validated(path, validate_prompt_record, "prompts"))
 
 
 def load_labelled(path: Path) -> LabelledSet:
     """Read labelled rows (prompt + response + label)."""
-    rows = read_jsonl(path)
-    if not rows:
-        raise DataFileError(f"{path}: no labelled rows in the file")
-    for lineno, rec in zip(_line_numbers(path), rows, strict=True):
-        validate_labelled_record(rec, f"{path}:{lineno}")
+    return _labelled_set(_read_validated(path, validate_labelled_record, "labelled rows"))
+
+
+def load_response_rows(path: Path) -> LabelledSet:
+    """Read rows with prompt fields and a 'response' (a 'label' is kept when present, else NaN)."""
+
+    def validate(rec: dict, where: str) -> None:
+        validate_prompt_record(rec, where)
+        validate_response(rec.get("response"), where)
+
+    return _labelled_set(_read_validated(path, validate, "rows"))
+
+
+def _labelled_set(rows: list[dict]) -> LabelledSet:
     return LabelledSet(
         rows,
         encode_prompts(rows),
         family_ids(rows),
         responses=encode_responses([r["response"] for r in rows]),
-        labels=torch.tensor([float(r["label"]) for r in rows]),
+        labels=torch.tensor([float(r.get("label", float("nan"))) for r in rows]),
     )
 
 
@@ -91,22 +106,3 @@ def labelled_rows(pool: PromptPool, responses: torch.Tensor, labels: torch.Tenso
 def _line_numbers(path: Path) -> list[int]:
     """Line number of each non-blank row (read_jsonl skips blank lines)."""
     return [n for n, line in enumerate(Path(path).read_text().splitlines(), 1) if line.strip()]
-
-
-def load_response_rows(path: Path) -> LabelledSet:
-    """Read rows with prompt fields and a 'response' (a 'label' is kept when present, else NaN)."""
-    from rate.tinyrlhf.vocab import validate_response
-
-    rows = read_jsonl(path)
-    if not rows:
-        raise DataFileError(f"{path}: no rows in the file")
-    for lineno, rec in zip(_line_numbers(path), rows, strict=True):
-        validate_prompt_record(rec, f"{path}:{lineno}")
-        validate_response(rec.get("response"), f"{path}:{lineno}")
-    return LabelledSet(
-        rows,
-        encode_prompts(rows),
-        family_ids(rows),
-        responses=encode_responses([r["response"] for r in rows]),
-        labels=torch.tensor([float(r.get("label", float("nan"))) for r in rows]),
-    )

@@ -48,8 +48,7 @@ def _sample(
     generator: torch.Generator | None = None,
     repeats: int = 1,
 ) -> Samples:
-    """Draw ``repeats`` responses per prompt row (rows ordered prompt by prompt), decoding with a
-    key/value cache; the prompt itself is encoded once however many samples it gets."""
+    """The decoding loop of :func:`sample`."""
     assert prompts.shape[1] == PROMPT_LEN, f"prompts must be (B, {PROMPT_LEN}), got {prompts.shape}"
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")

@@ -19,9 +19,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    from rate import demo
+    from rate import demo, pipeline_cli
     from rate.tinyrlhf import cli as tiny_cli
 
+    pipeline_cli.register(sub)
     demo.register(sub)
     tiny_cli.register(sub)
     return parser

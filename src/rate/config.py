@@ -1,0 +1,197 @@
+"""The experiment config: one YAML file, a section per stage, typed and validated before work.
+
+The sections and key names are those of the reference pipeline (``smoke_test``, ``rewrites``,
+``scoring``, ``effects``) so that its users recognise them; ``plots`` and ``world`` are ours.
+``--set section.key=value`` overrides any key (the value is read as YAML).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rate.errors import ConfigError
+from rate.schema import from_dict, to_dict
+from rate.settings import project_dir
+from rate.suggest import unknown_name_message
+
+DEFAULT_CONFIG = Path("experiments") / "config.yaml"
+
+
+@dataclass
+class RewritesConfig:
+    """Stage 1, create_dataset."""
+
+    dataset_name: str  # a dataset template (dataset_templates/<name>.yaml)
+    n_examples: int | None = None  # exactly this many examples; None: the template's
+    smoke_n_examples: int = 60  # in smoke runs (both W values are always present)
+    seed: int = 0  # sampling, subsampling and the rewriter's randomness
+    batch_size: int = 512  # texts per rewriter call
+
+    def validate(self, where: str) -> None:
+        if self.n_examples is not None and self.n_examples < 2:
+            raise ConfigError(f"{where}: rewrites.n_examples must be >= 2 (one per W value)")
+        if self.smoke_n_examples < 2:
+            raise ConfigError(f"{where}: rewrites.smoke_n_examples must be >= 2")
+        if self.batch_size < 1:
+            raise ConfigError(f"{where}: rewrites.batch_size must be >= 1")
+
+
+@dataclass
+class ScoringConfig:
+    """Stage 2, score_dataset."""
+
+    model: str  # a scoring template (scoring_templates/<name>.yaml)
+    dataset_folder: str = "rewrites"  # rewrites: a new scored file; scored: add a reward model
+    dataset_name: str = ""  # the rewrites' dataset name (names the input and the output)
+    dataset_filename: str = "latest"  # a file in dataset_folder, or 'latest'
+    batch_size: int | None = None  # None: the scoring template's
+
+    def validate(self, where: str) -> None:
+        if self.dataset_folder not in ("rewrites", "scored"):
+            raise ConfigError(
+                f"{where}: key 'scoring.dataset_folder' must be 'rewrites' or 'scored', "
+                f"got {self.dataset_folder!r}"
+            )
+        if self.batch_size is not None and self.batch_size < 1:
+            raise ConfigError(f"{where}: scoring.batch_size must be >= 1")
+
+
+@dataclass
+class EffectsConfig:
+    """Stage 3, treatment_effects."""
+
+    dataset_name: str  # names the input (scored files starting with it) and the output
+    concept: str  # the attribute W, for the output name and the plots
+    score: str  # the reward model's short name, for the output name and the plots
+    reward_key: str  # the key of the scores in the scored file
+    dataset_filename: str = "latest"  # a file in data/scored (or dataset_folder), or 'latest'
+    dataset_folder: str | None = None  # a sub-folder of data/scored, as in the reference
+    n_bootstrap: int = 1000  # bootstrap resamples for percentile intervals (0: none)
+    bootstrap_seed: int = 0
+    level: float = 0.95  # interval coverage
+    group_by: str | None = None  # also estimate per value of this example field (e.g. family)
+    drop_incomplete: bool = False  # exclude examples missing a completion or a score
+
+    def validate(self, where: str) -> None:
+        if self.n_bootstrap < 0:
+            raise ConfigError(f"{where}: effects.n_bootstrap must be >= 0")
+        if not 0 < self.level < 1:
+            raise ConfigError(f"{where}: effects.level must be between 0 and 1, e.g. 0.95")
+
+
+@dataclass
+class PlotsConfig:
+    """Stage 4, plots: which effect files to draw (file names in effects/, or 'latest')."""
+
+    effects_files: list[str] = field(default_factory=lambda: ["latest"])
+    formats: list[str] = field(default_factory=lambda: ["png"])
+
+    def validate(self, where: str) -> None:
+        bad = [f for f in self.formats if f not in ("png", "pdf", "svg")]
+        if bad:
+            raise ConfigError(f"{where}: plots.formats: unknown {bad}; use png, pdf or svg")
+
+
+@dataclass
+class Config:
+    rewrites: RewritesConfig
+    scoring: ScoringConfig
+    effects: EffectsConfig
+    smoke_test: bool = False
+    plots: PlotsConfig = field(default_factory=PlotsConfig)
+    world: str | None = None  # the tiny RLHF world; None: PROJECT_DIR/tinyrlhf/world
+
+    def world_dir(self) -> Path:
+        return Path(self.world).expanduser() if self.world else project_dir() / "tinyrlhf" / "world"
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{path}: no such config file; the defaults are experiments/config.yaml and "
+            "experiments/smoke.yaml"
+        ) from None
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read ({err.strerror})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err)
+        raise ConfigError(f"{path}{line}: not valid YAML ({problem}); fix the file") from None
+
+
+def apply_override(data: dict, text: str, where: str = "--set") -> None:
+    """Apply ``section.key=value`` (value parsed as YAML) to the raw config mapping."""
+    if "=" not in text:
+        raise ConfigError(f"{where} {text!r}: expected section.key=value, e.g. effects.level=0.9")
+    dotted, raw = text.split("=", 1)
+    parts = [p.strip() for p in dotted.split(".")]
+    if not all(parts):
+        raise ConfigError(f"{where} {text!r}: empty key")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    node = data
+    for i, part in enumerate(parts[:-1]):
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            prefix = ".".join(parts[: i + 1])
+            raise ConfigError(f"{where} {text!r}: '{prefix}' is a value, not a section")
+        node = child
+    node[parts[-1]] = value
+
+
+def load_config(path: Path, overrides: list[str] = ()) -> Config:
+    """Read, override and validate an experiment config; every error names the file and key."""
+    data = _read_yaml(path)
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of sections (rewrites:, scoring:, ...)")
+    for text in overrides:
+        apply_override(data, text)
+    where = str(path) + (f" (with --set {' '.join(overrides)})" if overrides else "")
+    config = from_dict(Config, data, where)
+    check_templates(config, where)
+    return config
+
+
+def check_templates(config: Config, where: str) -> None:
+    """The templates the config names must exist (close names are suggested)."""
+    from rate.templates import dataset_template_names, scoring_template_names
+
+    datasets, scorers = dataset_template_names(), scoring_template_names()
+    if config.rewrites.dataset_name not in datasets:
+        raise ConfigError(
+            unknown_name_message(
+                "dataset template",
+                config.rewrites.dataset_name,
+                datasets,
+                where=f"{where}: key 'rewrites.dataset_name'",
+            )
+        )
+    if config.scoring.model not in scorers:
+        raise ConfigError(
+            unknown_name_message(
+                "scoring template",
+                config.scoring.model,
+                scorers,
+                where=f"{where}: key 'scoring.model'",
+            )
+        )
+
+
+def config_record(config: Config) -> dict:
+    """The config as plain data, for metadata records."""
+    return to_dict(config)

@@ -1,0 +1,268 @@
+"""Stage 3, treatment_effects: every estimator, its uncertainty, and the truth where known.
+
+Reads a scored file (ours or the reference pipeline's) and writes the reference's effect keys
+(``naive_effect``, ``ATT_single_rewrite``, ..., ``ATE_rewritten_rewrite``, each with
+``_stderr``; ``reward_std``, ``Y1_count``, ``Y0_count``; the effects config), then ours:
+normalised effects, the reference's unpaired RATE SEs, normal and bootstrap intervals, the
+rewrite-effect diagnostics, effects per group, and, where the scored file holds the score of the
+true counterfactual (``perfect rewrite``, the tiny world), the true effect and each estimator's
+error in units of its own SE.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from statistics import NormalDist
+
+import numpy as np
+
+from rate.bootstrap import STATISTICS, percentile_intervals
+from rate.config import Config, EffectsConfig, config_record
+from rate.datafiles import read_examples, reward_keys
+from rate.errors import DataFileError
+from rate.estimators import Scores, estimate
+from rate.io import atomic_write_json
+from rate.store import Layout, output_path, resolve_input, write_meta
+
+log = logging.getLogger(__name__)
+
+PERFECT = "perfect rewrite"
+NEEDED = ("original", "rewrite", "rewritten rewrite")
+# Which true effect each estimator targets.
+TARGET = {
+    "naive_effect": "ATE",
+    "ATT_single_rewrite": "ATT",
+    "ATU_single_rewrite": "ATU",
+    "ATE_single_rewrite": "ATE",
+    "ATT_rewritten_rewrite": "ATT",
+    "ATU_rewritten_rewrite": "ATU",
+    "ATE_rewritten_rewrite": "ATE",
+}
+
+
+def _json_number(x: float) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+def clean(obj):
+    """NaN and inf -> null (JSON has no NaN; a missing estimate is null)."""
+    if isinstance(obj, dict):
+        return {k: clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [clean(v) for v in obj]
+    if isinstance(obj, (float, np.floating)):
+        return _json_number(float(obj))
+    if isinstance(obj, np.integer):
+        return int(obj)
+    return obj
+
+
+def extract_scores(
+    rows: list[dict], reward_key: str, source: Path, drop_incomplete: bool
+) -> tuple[Scores, np.ndarray | None, list[dict], dict]:
+    """Arrays for the estimators (and the true counterfactual's scores where every kept row has
+    one); -> (scores, perfect or None, kept rows, exclusion counts)."""
+    present = reward_keys(rows)
+    if reward_key not in present:
+        raise DataFileError(
+            f"{source}: no scores under reward_key {reward_key!r}; reward keys present: "
+            f"{', '.join(present) or '(none: score the file first)'}"
+        )
+    kept, bad = [], {"missing": [], "non_finite": []}
+    for row in rows:
+        s = row.get(reward_key)
+        vals = [s.get(k) if isinstance(s, dict) else None for k in NEEDED]
+        if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in vals):
+            bad["missing"].append(row["index"])
+        elif not all(math.isfinite(v) for v in vals):
+            bad["non_finite"].append(row["index"])
+        else:
+            kept.append(row)
+    for kind, what in (
+        ("missing", "a completion or its score"),
+        ("non_finite", "a non-finite score"),
+    ):
+        idx = bad[kind]
+        if idx and not drop_incomplete:
+            shown = ", ".join(idx[:10]) + (" ..." if len(idx) > 10 else "")
+            raise DataFileError(
+                f"{source}: {len(idx)} of {len(rows)} examples lack {what} under {reward_key!r} "
+                f"(examples {shown}); rescore them, or set effects.drop_incomplete: true to "
+                "exclude them"
+            )
+        if idx:
+            log.warning("excluded %d examples with %s", len(idx), what)
+    if not kept:
+        raise DataFileError(f"{source}: no complete examples under {reward_key!r}")
+    w = np.array([r["w_original"] for r in kept], dtype=bool)
+    col = {k: np.array([r[reward_key][k] for r in kept], dtype=float) for k in NEEDED}
+    scores = Scores(w, col["original"], col["rewrite"], col["rewritten rewrite"])
+    perfect = None
+    if all(isinstance(r[reward_key].get(PERFECT), (int, float)) for r in kept):
+        perfect = np.array([r[reward_key][PERFECT] for r in kept], dtype=float)
+    excluded = {"missing": len(bad["missing"]), "non_finite": len(bad["non_finite"])}
+    return scores, perfect, kept, excluded
+
+
+def true_effects(s: Scores, perfect: np.ndarray) -> dict[str, float]:
+    """The effect of changing W and nothing else on these examples: the original against its
+    true counterfactual (the perfect rewrite)."""
+    sign = np.where(s.w, 1.0, -1.0)
+    diff = sign * (s.original - perfect)
+    out = {}
+    for name, mask in (("ATT", s.w), ("ATU", ~s.w), ("ATE", np.ones_like(s.w))):
+        d = diff[mask]
+        out[name] = float(d.mean()) if d.size else math.nan
+        out[f"{name}_stderr"] = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else math.nan
+    return out
+
+
+def errors_in_se(est: dict, truth: dict) -> dict[str, float]:
+    """(estimate - truth) / the estimate's SE, for every estimator."""
+    out = {}
+    for key, target in TARGET.items():
+        se = est.get(f"{key}_stderr", math.nan)
+        out[key] = (est[key] - truth[target]) / se if se and se > 0 else math.nan
+    return out
+
+
+def normalised(est: dict) -> dict[str, float]:
+    std = est.get("reward_std", math.nan)
+    keys = [k for k in est if k.endswith(("_effect", "_rewrite", "_stderr", "_unpaired"))]
+    keys += [k for k in est if k.startswith("rewrite_effect")]
+    return {k: est[k] / std if std and std > 0 else math.nan for k in dict.fromkeys(keys)}
+
+
+def normal_intervals(est: dict, level: float) -> dict[str, list[float]]:
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    out = {}
+    for key in STATISTICS:
+        se = est.get(f"{key}_stderr", math.nan)
+        out[key] = [est[key] - z * se, est[key] + z * se]
+    for key in ("ATT", "ATU", "ATE"):
+        name = f"{key}_rewritten_rewrite"
+        se = est.get(f"{name}_stderr_unpaired", math.nan)
+        out[f"{name}_unpaired"] = [est[name] - z * se, est[name] + z * se]
+    return out
+
+
+def compute_effects(
+    s: Scores,
+    perfect: np.ndarray | None,
+    n_bootstrap: int,
+    seed: int,
+    level: float,
+    workers: int = 2,
+) -> dict:
+    """Every estimate, interval and (where known) truth for one set of scores."""
+    est = estimate(s)
+    if est["Y1_count"] == 0 or est["Y0_count"] == 0:
+        # With one W value there is no contrast: only that group's effect is defined.
+        for key in ("naive_effect", "ATE_single_rewrite", "ATE_rewritten_rewrite"):
+            est[key] = est[f"{key}_stderr"] = math.nan
+        est["ATE_rewritten_rewrite_stderr_unpaired"] = math.nan
+    result = dict(est)
+    result["stderr_kind"] = "paired"
+    result["normalized"] = normalised(est)
+    intervals: dict = {"level": level, "normal": normal_intervals(est, level)}
+    n1, n0 = est["Y1_count"], est["Y0_count"]
+    if n_bootstrap > 0 and (n1 >= 2 or n0 >= 2):
+        intervals["bootstrap"] = percentile_intervals(s, n_bootstrap, seed, level, workers)
+        intervals["n_bootstrap"], intervals["bootstrap_seed"] = n_bootstrap, seed
+        intervals["bootstrap_stratified_by"] = "w_original"
+    result["intervals"] = intervals
+    notes = []
+    if n1 == 0 or n0 == 0:
+        only = "W=1" if n1 else "W=0"
+        notes.append(
+            f"every example has {only}: only {'ATT' if n1 else 'ATU'} can be estimated; the "
+            "naive effect and the other estimands are null"
+        )
+    if perfect is not None:
+        truth = true_effects(s, perfect)
+        result["truth"] = truth
+        result["error_in_se"] = errors_in_se(est, truth)
+        std = est.get("reward_std", math.nan)
+        result["truth_normalized"] = {k: v / std for k, v in truth.items()} if std else {}
+    result["notes"] = notes
+    return result
+
+
+def effects_for_rows(rows: list[dict], ec: EffectsConfig, source: Path, workers: int = 2) -> dict:
+    scores, perfect, kept, excluded = extract_scores(
+        rows, ec.reward_key, source, ec.drop_incomplete
+    )
+    result = compute_effects(scores, perfect, ec.n_bootstrap, ec.bootstrap_seed, ec.level, workers)
+    result["input"] = {
+        "file": str(source),
+        "n_rows": len(rows),
+        "n_used": len(kept),
+        "excluded": excluded,
+    }
+    if ec.group_by:
+        result["groups"] = _per_group(kept, ec, source)
+    for note in result["notes"]:
+        log.warning(note)
+    return result
+
+
+def _group_value(row: dict, field: str):
+    if field in row and not isinstance(row[field], (dict, list)):
+        return row[field]
+    meta = row.get("metadata")
+    if isinstance(meta, dict) and field in meta:
+        return meta[field]
+    return None
+
+
+def _per_group(rows: list[dict], ec: EffectsConfig, source: Path) -> dict:
+    groups: dict[str, list[dict]] = {}
+    for row in rows:
+        value = _group_value(row, ec.group_by)
+        if value is None:
+            raise DataFileError(
+                f"{source}: example {row['index']} has no field {ec.group_by!r} "
+                "(effects.group_by); use a field of the examples or their metadata"
+            )
+        groups.setdefault(str(value), []).append(row)
+    out = {}
+    for value, members in sorted(groups.items()):
+        scores, perfect, _, _ = extract_scores(members, ec.reward_key, source, True)
+        out[value] = compute_effects(scores, perfect, 0, ec.bootstrap_seed, ec.level)
+    return out
+
+
+def treatment_effects(config: Config, layout: Layout) -> Path:
+    """Run stage 3 with ``config``; -> the written effects file."""
+    ec = config.effects
+    folder = layout.scored / ec.dataset_folder if ec.dataset_folder else layout.scored
+    source = resolve_input(
+        folder, ec.dataset_filename, ec.dataset_name, ".jsonl", config.smoke_test
+    )
+    log.info("treatment_effects: %s, reward key %s", source.name, ec.reward_key)
+    rows = read_examples(source)
+    result = effects_for_rows(rows, ec, source)
+    # The reference merges the effects config into the file; keep its keys where it put them.
+    result.update(
+        dataset_name=ec.dataset_name,
+        concept=ec.concept,
+        score=ec.score,
+        reward_key=ec.reward_key,
+        dataset_filename=source.name,
+        smoke_test=config.smoke_test,
+    )
+    stem = f"{ec.dataset_name}_{ec.concept}_{ec.score}_treatment_effects"
+    out = output_path(layout.effects, stem, ".json", config.smoke_test)
+    atomic_write_json(out, clean(result))
+    write_meta(out, "treatment_effects", input=str(source), config=config_record(config))
+    log.info(
+        "wrote %s: naive %.4g, RATE ATE %.4g (SE %.3g)%s",
+        out,
+        result["naive_effect"],
+        result["ATE_rewritten_rewrite"],
+        result["ATE_rewritten_rewrite_stderr"],
+        f", true ATE {result['truth']['ATE']:.4g}" if "truth" in result else "",
+    )
+    return out

@@ -1,0 +1,104 @@
+"""`rate create_dataset | score_dataset | treatment_effects | plot | validate`: the stages.
+
+Each stage reads the experiment config (``--config``, default experiments/config.yaml) with any
+``--set section.key=value`` overrides, validates it before doing any work, writes its outputs
+under PROJECT_DIR and a log of the run to PROJECT_DIR/logs/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from rate.config import DEFAULT_CONFIG, Config, load_config
+from rate.store import Layout, timestamp
+
+log = logging.getLogger(__name__)
+
+
+def _config_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="experiment config (YAML)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override a config key (repeatable), e.g. --set effects.n_bootstrap=200",
+    )
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    for name, func, help_ in (
+        ("create_dataset", cmd_create_dataset, "stage 1: classify W and rewrite twice"),
+        ("score_dataset", cmd_score_dataset, "stage 2: score every completion with a reward model"),
+        ("treatment_effects", cmd_treatment_effects, "stage 3: naive, single-rewrite and RATE"),
+        ("plot", cmd_plot, "stage 4: figures from effect files"),
+    ):
+        p = sub.add_parser(name, help=help_)
+        _config_args(p)
+        p.set_defaults(func=func)
+    p = sub.add_parser("validate", help="check every template (and a config, if given)")
+    p.add_argument("--config", type=Path, help="also validate this experiment config")
+    p.add_argument("--set", dest="overrides", action="append", default=[])
+    p.set_defaults(func=cmd_validate)
+
+
+def _start(args: argparse.Namespace, stage: str) -> tuple[Config, Layout]:
+    from rate.settings import setup_logging
+
+    config = load_config(args.config, args.overrides)
+    layout = Layout.from_env()
+    suffix = "_smoke_test" if config.smoke_test else ""
+    log_file = layout.logs / f"{stage}_{timestamp()}{suffix}.log"
+    setup_logging("DEBUG" if getattr(args, "verbose", False) else "INFO", log_file)
+    log.info("%s with %s; PROJECT_DIR=%s; log %s", stage, args.config, layout.root, log_file)
+    return config, layout
+
+
+def cmd_create_dataset(args: argparse.Namespace) -> int:
+    from rate.rewrite.stage import create_dataset
+
+    print(create_dataset(*_start(args, "create_dataset")))
+    return 0
+
+
+def cmd_score_dataset(args: argparse.Namespace) -> int:
+    from rate.score.stage import score_dataset
+
+    print(score_dataset(*_start(args, "score_dataset")))
+    return 0
+
+
+def cmd_treatment_effects(args: argparse.Namespace) -> int:
+    from rate.effects import treatment_effects
+
+    print(treatment_effects(*_start(args, "treatment_effects")))
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from rate.plot_stage import plot_stage
+
+    for path in plot_stage(*_start(args, "plots")):
+        print(path)
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from rate.templates import validate_all
+
+    failures = 0
+    for kind, name, error in validate_all():
+        print(
+            f"{'FAIL' if error else 'ok  '} {kind:8s} {name}" + (f"\n     {error}" if error else "")
+        )
+        failures += error is not None
+    if args.config:
+        load_config(args.config, args.overrides)
+        print(f"ok   config   {args.config}")
+    if failures:
+        print(f"{failures} template(s) failed")
+        return 1
+    return 0

@@ -1,0 +1,1 @@
+"""Stage 1, create_dataset, and its rewriter backends."""

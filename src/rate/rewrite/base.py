@@ -1,0 +1,52 @@
+"""The contract every rewriter keeps: (text, target W, instruction) in, text out, in batches."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+from rate.errors import RateError
+
+
+@dataclass(frozen=True)
+class RewriteRequest:
+    key: str  # stable id of (example, pass): seeds local randomness, names API requests
+    text: str
+    target_w: bool  # the W value the output must have
+    instruction: str  # the template's rewrite prompt, filled in for this text and target
+
+
+class Rewriter(ABC):
+    """A rewriting backend. Outputs come back in the order of the requests."""
+
+    name: str = "rewriter"
+
+    @abstractmethod
+    def rewrite(self, requests: list[RewriteRequest]) -> list[str]:
+        """One output text per request."""
+
+    def counterfactual(self, requests: list[RewriteRequest]) -> list[str] | None:
+        """The true counterfactual of each request (W changed, nothing else), where the backend
+        knows it (the tiny world's perfect mode); None for real rewriters."""
+        return None
+
+    def describe(self) -> dict:
+        return {"backend": self.name}
+
+
+def checked_outputs(
+    rewriter: Rewriter, requests: list[RewriteRequest], outputs: object
+) -> list[str]:
+    """A backend's outputs, validated: one string per request."""
+    if not isinstance(outputs, list) or len(outputs) != len(requests):
+        got = len(outputs) if isinstance(outputs, list) else type(outputs).__name__
+        raise RateError(
+            f"rewriter {rewriter.name!r} returned {got} outputs for {len(requests)} requests"
+        )
+    for req, out in zip(requests, outputs, strict=True):
+        if not isinstance(out, str):
+            raise RateError(
+                f"rewriter {rewriter.name!r} returned {type(out).__name__} for request "
+                f"{req.key}; a rewrite must be text"
+            )
+    return outputs

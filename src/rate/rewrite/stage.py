@@ -1,0 +1,171 @@
+"""Stage 1, create_dataset: classify W, keep exactly n examples, rewrite twice, save.
+
+The output is the reference pipeline's JSON: ``{index: {"w_original", "completions":
+{"original", "rewrite", "rewritten rewrite"}, "reward_question"}}``, plus our ``key`` and
+``metadata`` per example, and ``"perfect rewrite"`` where the rewriter knows the true
+counterfactual (the tiny world). A ``.meta.json`` beside it records the template, the config,
+the W counts and the rewriter.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from rate.config import Config, config_record
+from rate.datasets.sources import SOURCES, Example, SourceContext
+from rate.errors import DataFileError
+from rate.io import atomic_write_json
+from rate.progress import progress
+from rate.rewrite.backends import build_rewriter
+from rate.rewrite.base import Rewriter, RewriteRequest, checked_outputs
+from rate.store import Layout, output_path, write_meta
+from rate.templates import DatasetTemplate, load_dataset_template
+
+log = logging.getLogger(__name__)
+
+ORIGINAL, REWRITE, REWRITTEN = "original", "rewrite", "rewritten rewrite"
+PERFECT = "perfect rewrite"
+
+
+def select_examples(
+    chunks, classify, n: int, need_both: bool = True
+) -> tuple[list[tuple[Example, bool]], dict]:
+    """Exactly ``n`` examples with W defined, in source order; both W values present whenever
+    the source has both. -> (examples with W, counts)"""
+    kept: list[tuple[Example, bool]] = []
+    seen = undefined = 0
+    for chunk in chunks:
+        for ex in chunk:
+            seen += 1
+            w = classify(ex)
+            if w is None:
+                undefined += 1
+                continue
+            kept.append((ex, w))
+        values = {w for _, w in kept}
+        if len(kept) >= n and (not need_both or len(values) == 2 or len(kept) >= 50 * n):
+            break
+    if len(kept) < n:
+        raise DataFileError(
+            f"only {len(kept)} examples with W defined ({seen} drawn, {undefined} undefined); "
+            f"asked for {n}: lower n_examples or widen the source"
+        )
+    chosen = kept[:n]
+    if need_both:
+        present = {w for _, w in chosen}
+        for value in (True, False):
+            if value not in present:
+                extra = next((e for e in kept[n:] if e[1] == value), None)
+                if extra is not None:
+                    # Replace the last example of the majority value.
+                    i = max(i for i, (_, w) in enumerate(chosen) if w != value)
+                    chosen[i] = extra
+    counts = {
+        "drawn": seen,
+        "undefined_skipped": undefined,
+        "w_1": sum(1 for _, w in chosen if w),
+        "w_0": sum(1 for _, w in chosen if not w),
+    }
+    return chosen, counts
+
+
+def _rewrite_all(
+    rewriter: Rewriter, requests: list[RewriteRequest], batch: int, desc: str
+) -> list[str]:
+    out: list[str] = []
+    for i in progress(range(0, len(requests), batch), desc, total=-(-len(requests) // batch)):
+        part = requests[i : i + batch]
+        out.extend(checked_outputs(rewriter, part, rewriter.rewrite(part)))
+    return out
+
+
+def build_dataset(
+    template: DatasetTemplate, n: int, seed: int, world: Path, batch_size: int = 512
+) -> tuple[dict, dict]:
+    """The rewritten dataset (reference JSON layout) and a summary for the metadata."""
+    t0 = time.perf_counter()
+    kind, source_options = template.parts["source"]
+    ctx = SourceContext(world=world, seed=seed, template_path=template.path)
+    source = SOURCES[kind].build(source_options, ctx)
+    _, rule = template.parts["w_classifier"]
+    chunks = source.chunks()
+    fitted: dict = {}
+    if source.finite:
+        everything = [ex for chunk in chunks for ex in chunk]
+        fitted = rule.fit(everything)
+        chunks = iter([everything])
+    chosen, counts = select_examples(chunks, rule, n)
+    if counts["w_1"] == 0 or counts["w_0"] == 0:
+        log.warning(
+            "every example has W=%d: only %s can be estimated",
+            int(counts["w_1"] > 0),
+            "ATT" if counts["w_1"] else "ATU",
+        )
+    rewriter = build_rewriter(template, seed)
+    first = [
+        RewriteRequest(f"{ex.key}/rewrite", ex.text, not w, template.instruction(ex.text, not w))
+        for ex, w in chosen
+    ]
+    rewrites = _rewrite_all(rewriter, first, batch_size, "rewrite (W flipped)")
+    second = [
+        RewriteRequest(f"{ex.key}/rewritten_rewrite", r, w, template.instruction(r, w))
+        for (ex, w), r in zip(chosen, rewrites, strict=True)
+    ]
+    rewritten = _rewrite_all(rewriter, second, batch_size, "rewrite of the rewrite (W back)")
+    perfect = rewriter.counterfactual(first)
+
+    dataset = {}
+    for i, (ex, w) in enumerate(chosen):
+        completions = {ORIGINAL: ex.text, REWRITE: rewrites[i], REWRITTEN: rewritten[i]}
+        if perfect is not None:
+            completions[PERFECT] = perfect[i]
+        dataset[str(i)] = {
+            "w_original": w,
+            "completions": completions,
+            "reward_question": ex.prompt,
+            "key": ex.key,
+            "metadata": ex.fields,
+        }
+    summary = {
+        "n_examples": len(dataset),
+        "counts": counts,
+        "w_classifier_fitted": fitted,
+        "rewriter": rewriter.describe(),
+        "has_true_counterfactual": perfect is not None,
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+    return dataset, summary
+
+
+def create_dataset(config: Config, layout: Layout) -> Path:
+    """Run stage 1 with ``config``; -> the written dataset file."""
+    template = load_dataset_template(config.rewrites.dataset_name)
+    smoke = config.smoke_test
+    n = (
+        config.rewrites.smoke_n_examples
+        if smoke
+        else (config.rewrites.n_examples or template.n_examples)
+    )
+    log.info(
+        "create_dataset: %s, %d examples%s", template.name, n, " (smoke test)" if smoke else ""
+    )
+    dataset, summary = build_dataset(
+        template, n, config.rewrites.seed, config.world_dir(), config.rewrites.batch_size
+    )
+    out = output_path(layout.rewrites, template.name, ".json", smoke)
+    atomic_write_json(out, dataset)
+    write_meta(
+        out, "create_dataset", template=template.record(), config=config_record(config), **summary
+    )
+    c = summary["counts"]
+    log.info(
+        "wrote %s: %d examples (W=1: %d, W=0: %d; %d undefined skipped)",
+        out,
+        summary["n_examples"],
+        c["w_1"],
+        c["w_0"],
+        c["undefined_skipped"],
+    )
+    return out

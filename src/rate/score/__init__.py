@@ -1,0 +1,1 @@
+"""Stage 2, score_dataset, and its scorer backends."""

@@ -1,0 +1,188 @@
+"""Stage 2, score_dataset: score every completion of every example; resumable.
+
+Scores go under the template's reward_key, as the reference writes them, so scoring a scored
+file adds a reward model beside the others. Progress is written to a partial file after every
+batch (flushed and fsynced); a run that is killed resumes after the last complete batch, and the
+final file is renamed into place only when every example is scored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+from pathlib import Path
+
+from rate.config import Config, config_record
+from rate.datafiles import read_examples, reward_keys
+from rate.errors import DataFileError, RateError
+from rate.io import atomic_write_bytes
+from rate.progress import progress
+from rate.score.backends import build_scorer
+from rate.score.base import Scorer, checked_scores
+from rate.store import Layout, output_path, resolve_input, write_meta
+from rate.templates import load_scoring_template
+
+log = logging.getLogger(__name__)
+
+
+def _fingerprint(path: Path, reward_key: str) -> str:
+    h = hashlib.sha256(reward_key.encode() + b"\0")
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class Progress:
+    """The partial output of an interrupted run: a header line, then complete scored rows."""
+
+    def __init__(self, folder: Path, input_path: Path, reward_key: str) -> None:
+        self.fingerprint = _fingerprint(input_path, reward_key)
+        self.path = folder / ".partial" / f"{input_path.name}.{self.fingerprint[:16]}.jsonl"
+
+    def load(self) -> list[dict]:
+        """Rows scored by an earlier run of the same input and reward key (may be [])."""
+        if not self.path.is_file():
+            return []
+        with open(self.path, "rb") as f:
+            lines = f.read().split(b"\n")
+        rows = []
+        try:
+            header = json.loads(lines[0])
+        except (json.JSONDecodeError, IndexError):
+            return []
+        if header.get("fingerprint") != self.fingerprint:
+            return []
+        # Only newline-terminated lines are complete; the last piece may be cut off by a kill.
+        for line in lines[1:-1]:
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                break
+        return rows
+
+    def start(self, rows: list[dict]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        header = json.dumps({"fingerprint": self.fingerprint}) + "\n"
+        body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        atomic_write_bytes(self.path, (header + body).encode())
+        self.file = open(self.path, "ab")  # noqa: SIM115 (closed in finish/close)
+
+    def append(self, rows: list[dict]) -> None:
+        self.file.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode())
+        self.file.flush()
+        os.fsync(self.file.fileno())
+
+    def close(self) -> None:
+        if getattr(self, "file", None):
+            self.file.close()
+
+    def remove(self) -> None:
+        self.close()
+        self.path.unlink(missing_ok=True)
+
+
+def score_rows(
+    rows: list[dict], scorer: Scorer, reward_key: str, batch_size: int, done: list[dict], sink=None
+) -> tuple[list[dict], dict]:
+    """Score every completion of ``rows`` after the ``done`` ones; -> (scored rows, counts)."""
+    if len(done) > len(rows) or any(
+        d.get("index") != r["index"] for d, r in zip(done, rows, strict=False)
+    ):
+        raise RateError("the partial scores do not match the input; delete the .partial file")
+    out = list(done)
+    missing = 0
+    todo = rows[len(done) :]
+    t0 = time.perf_counter()
+    n_texts = 0
+    bar = progress(
+        range(0, len(todo), batch_size), f"score {reward_key}", -(-len(todo) // batch_size)
+    )
+    for i in bar:
+        batch = todo[i : i + batch_size]
+        prompts, texts, slots = [], [], []
+        for j, row in enumerate(batch):
+            for name, text in row["completions"].items():
+                if isinstance(text, str):
+                    prompts.append(row["reward_question"])
+                    texts.append(text)
+                    slots.append((j, name))
+                else:
+                    missing += 1
+        scores = checked_scores(scorer, len(texts), scorer.score(prompts, texts), batch[0]["index"])
+        n_texts += len(texts)
+        per_row: list[dict] = [{} for _ in batch]
+        for (j, name), s in zip(slots, scores, strict=True):
+            per_row[j][name] = s
+        scored = [{**row, reward_key: per_row[j]} for j, row in enumerate(batch)]
+        out.extend(scored)
+        if sink is not None:
+            sink(scored)
+    seconds = time.perf_counter() - t0
+    return out, {
+        "texts_scored": n_texts,
+        "completions_missing": missing,
+        "resumed_examples": len(done),
+        "seconds": round(seconds, 2),
+        "texts_per_second": round(n_texts / seconds, 1) if seconds > 0 else None,
+    }
+
+
+def score_dataset(config: Config, layout: Layout) -> Path:
+    """Run stage 2 with ``config``; -> the written scored file."""
+    sc = config.scoring
+    template = load_scoring_template(sc.model)
+    folder = layout.folder(sc.dataset_folder)
+    ext = ".json" if sc.dataset_folder == "rewrites" else ".jsonl"
+    prefix = sc.dataset_name or config.rewrites.dataset_name
+    source = resolve_input(folder, sc.dataset_filename, prefix, ext, config.smoke_test)
+    rows = read_examples(source)
+    key = template.reward_key
+    if key in reward_keys(rows):
+        raise DataFileError(
+            f"{source}: already has scores under reward_key {key!r}; score the rewrites file "
+            "instead, or use a scoring template with another reward_key"
+        )
+    log.info("score_dataset: %s with %s (%d examples)", source.name, template.name, len(rows))
+    scorer = build_scorer(template, config.world_dir())
+    batch = sc.batch_size or template.batch_size
+    state = Progress(layout.scored, source, key)
+    done = state.load()
+    if done:
+        log.info("resuming: %d of %d examples already scored", len(done), len(rows))
+    state.start(done)
+    try:
+        scored, counts = score_rows(rows, scorer, key, batch, done, sink=state.append)
+    finally:
+        state.close()
+    stem = prefix if sc.dataset_folder == "rewrites" else _scored_stem(source, prefix)
+    out = output_path(layout.scored, f"{stem}_scored", ".jsonl", config.smoke_test)
+    from rate.io import write_jsonl
+
+    write_jsonl(out, scored)
+    write_meta(
+        out,
+        "score_dataset",
+        input=str(source),
+        reward_key=key,
+        reward_keys=reward_keys(scored),
+        template=template.record(),
+        scorer=scorer.describe(),
+        config=config_record(config),
+        n_examples=len(scored),
+        **counts,
+    )
+    state.remove()
+    log.info("wrote %s (%d examples, %s texts/s)", out, len(scored), counts["texts_per_second"])
+    return out
+
+
+def _scored_stem(source: Path, prefix: str) -> str:
+    from rate.store import parse_name
+
+    parsed = parse_name(source)
+    stem = parsed[0] if parsed else source.stem
+    return stem.removesuffix("_scored") or prefix

@@ -12,11 +12,12 @@ PROJECT_DIR ?= $(CURDIR)/project_data
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test test-fast fixture bench lint format clean
+.PHONY: help setup demo test test-fast fixture bench lint format clean \
+	create_dataset score_dataset treatment_effects plots smoke synthetic coverage validate
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | \
-		awk 'BEGIN {FS = ":.*## "}; {printf "  %-10s %s\n", $$1, $$2}'
+		awk 'BEGIN {FS = ":.*## "}; {printf "  %-18s %s\n", $$1, $$2}'
 
 # torch==2.13.0 goes in first: pip takes that CPU build from local disk, and the range in
 # pyproject.toml then accepts it instead of downloading a multi-GB CUDA build.
@@ -31,6 +32,31 @@ setup: $(STAMP) ## create the virtual environment and install rate with dev tool
 
 demo: $(STAMP) ## run the end-to-end demo on the tiny world (CPU, minutes)
 	$(VENV)/bin/rate demo
+
+create_dataset: $(STAMP) ## stage 1: classify W and rewrite twice (CONFIG=experiments/config.yaml)
+	$(VENV)/bin/rate create_dataset --config $(CONFIG)
+
+score_dataset: $(STAMP) ## stage 2: score every completion with the config's reward model
+	$(VENV)/bin/rate score_dataset --config $(CONFIG)
+
+treatment_effects: $(STAMP) ## stage 3: naive, single-rewrite and RATE effects with uncertainty
+	$(VENV)/bin/rate treatment_effects --config $(CONFIG)
+
+plots: $(STAMP) ## stage 4: figures from the effect files the config names
+	$(VENV)/bin/rate plot --config $(CONFIG)
+
+smoke: $(STAMP) ## the four stages on experiments/smoke.yaml (small, seconds once the world exists)
+	$(MAKE) create_dataset score_dataset treatment_effects plots CONFIG=experiments/smoke.yaml
+
+validate: $(STAMP) ## check every template and the config
+	$(VENV)/bin/rate validate --config $(CONFIG)
+
+synthetic: $(STAMP) ## the paper's two semi-synthetic experiments on the tiny world
+	$(VENV)/bin/rate study synthetic
+
+coverage: $(STAMP) ## interval coverage over 200 samples against the population truth
+	$(VENV)/bin/rate study coverage --template tinyrlhf_dune_pa
+	$(VENV)/bin/rate study coverage --template tinyrlhf_ember_he
 
 test: $(STAMP) ## run the full test suite, slow tests included (what CI runs)
 	$(PY) -m pytest

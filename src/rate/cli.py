@@ -20,10 +20,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     from rate import demo, pipeline_cli
+    from rate.studies import cli as study_cli
     from rate.tinyrlhf import cli as tiny_cli
 
     pipeline_cli.register(sub)
     demo.register(sub)
+    study_cli.register(sub)
     tiny_cli.register(sub)
     return parser
 

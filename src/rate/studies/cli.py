@@ -1,0 +1,83 @@
+"""`rate study coverage | synthetic`: the estimators against ground truth on the tiny world."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from rate.settings import project_dir
+
+log = logging.getLogger(__name__)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("study", help="coverage and the semi-synthetic experiments (tiny world)")
+    study = p.add_subparsers(dest="study", required=True, metavar="STUDY")
+
+    c = study.add_parser("coverage", help="interval coverage over many samples")
+    c.add_argument("--template", default="tinyrlhf_dune_pa", help="a tiny-world dataset template")
+    c.add_argument("--scorers", default="tinyrlhf_rm,tinyrlhf_oracle")
+    c.add_argument("--pool", type=int, default=100_000, help="examples in the population pool")
+    c.add_argument("--n", type=int, default=2000, help="examples per sample (the demo's size)")
+    c.add_argument("--seeds", type=int, default=200)
+    c.add_argument("--bootstrap", type=int, default=0, help="bootstrap resamples per sample")
+    c.add_argument("--seed", type=int, default=0)
+    c.set_defaults(func=cmd_coverage)
+
+    s = study.add_parser("synthetic", help="the paper's two semi-synthetic sweeps")
+    s.add_argument("--pool", type=int, default=40_000)
+    s.add_argument("--n", type=int, default=2000)
+    s.add_argument("--seed", type=int, default=0)
+    s.set_defaults(func=cmd_synthetic)
+
+    for q in (c, s):
+        q.add_argument("--world", type=Path, help="default: PROJECT_DIR/tinyrlhf/world")
+        q.add_argument("--small", action="store_true", help="the small world (for tests)")
+        q.add_argument("--out", type=Path, help="output folder")
+
+
+def _world(args: argparse.Namespace) -> Path:
+    from rate.demo import ensure_world
+
+    world = args.world or project_dir() / "tinyrlhf" / ("world_small" if args.small else "world")
+    ensure_world(world, args.small)
+    return world
+
+
+def cmd_coverage(args: argparse.Namespace) -> int:
+    from rate.io import atomic_write_json, atomic_write_text
+    from rate.store import timestamp
+    from rate.studies.coverage import coverage_study, coverage_table
+
+    world = _world(args)
+    study = coverage_study(
+        args.template,
+        args.scorers.split(","),
+        world,
+        pool_size=args.pool,
+        n=args.n,
+        seeds=args.seeds,
+        seed=args.seed,
+        n_bootstrap=args.bootstrap,
+    )
+    out = args.out or project_dir() / "effects"
+    stem = out / f"coverage_{args.template}_{timestamp()}"
+    table = coverage_table(study)
+    atomic_write_json(stem.with_suffix(".json"), study)
+    atomic_write_text(stem.with_suffix(".md"), table + "\n")
+    print(table)
+    print(f"\nwrote {stem}.json and .md")
+    return 0
+
+
+def cmd_synthetic(args: argparse.Namespace) -> int:
+    from rate.studies.synthetic import run_synthetic
+
+    world = _world(args)
+    out = args.out or project_dir() / "plots" / "synthetic"
+    written = run_synthetic(world, out, pool_size=args.pool, n=args.n, seed=args.seed)
+    print((out / "synthetic.md").read_text())
+    for p in written:
+        print(p)
+    return 0

@@ -1,0 +1,141 @@
+"""Coverage of the intervals over many samples, against the population's true effect.
+
+A large pool of examples is drawn once, rewritten (with the signature and perfectly) and scored;
+its true effects (the originals against their perfect rewrites, over the whole pool) are the
+population's. Each seed then draws a sample of the demo's size from the pool without
+replacement, estimates, and checks whether each interval covers the population truth. The pool
+is 50 times the sample, so the samples behave like independent draws from the population.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from statistics import NormalDist
+
+import numpy as np
+
+from rate.bootstrap import percentile_intervals
+from rate.effects import TARGET, true_effects
+from rate.estimators import estimate
+from rate.progress import progress
+from rate.studies.common import ScoredPool, scored_pool
+from rate.templates import load_dataset_template
+
+log = logging.getLogger(__name__)
+
+RATE = ("ATT_rewritten_rewrite", "ATU_rewritten_rewrite", "ATE_rewritten_rewrite")
+
+
+def coverage_of_pool(
+    pool: ScoredPool,
+    scorer: str,
+    n: int,
+    seeds: int,
+    seed: int = 0,
+    level: float = 0.95,
+    n_bootstrap: int = 0,
+) -> dict:
+    """Coverage, bias and interval widths of every estimator over ``seeds`` samples of size n."""
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    s_all, perfect_all = pool.estimator_input(scorer)
+    truth = true_effects(s_all, perfect_all)
+    rng = np.random.default_rng(seed)
+    names = list(TARGET) + [f"{k}_unpaired" for k in RATE]
+    covered = {k: 0 for k in names}
+    boot_covered = {k: 0 for k in RATE}
+    errors = {k: [] for k in names}
+    ses = {k: [] for k in names}
+    used = 0
+    for rep in progress(range(seeds), f"coverage {scorer}", seeds):
+        idx = rng.choice(len(pool.w), n, replace=False)
+        s = pool.subset(idx).estimator_input(scorer)[0]
+        est = estimate(s)
+        if est["Y1_count"] < 2 or est["Y0_count"] < 2:
+            continue
+        used += 1
+        for k in names:
+            base = k.removesuffix("_unpaired")
+            se_key = f"{base}_stderr_unpaired" if k.endswith("_unpaired") else f"{base}_stderr"
+            err = est[base] - truth[TARGET[base]]
+            covered[k] += abs(err) <= z * est[se_key]
+            errors[k].append(err)
+            ses[k].append(est[se_key])
+        if n_bootstrap:
+            iv = percentile_intervals(s, n_bootstrap, seed=rep, level=level)
+            for k in RATE:
+                lo, hi = iv[k]
+                boot_covered[k] += lo <= truth[TARGET[k]] <= hi
+    out = {
+        "scorer": scorer,
+        "n": n,
+        "seeds": used,
+        "pool_size": len(pool.w),
+        "level": level,
+        "population_truth": truth,
+        "coverage": {k: covered[k] / used for k in names},
+        # The Monte Carlo SE of a coverage of 95% over this many seeds.
+        "coverage_mc_se": math.sqrt(level * (1 - level) / used),
+        "mean_error": {k: float(np.mean(errors[k])) for k in names},
+        "mean_error_in_se": {k: float(np.mean(errors[k]) / np.mean(ses[k])) for k in names},
+        "mean_se": {k: float(np.mean(ses[k])) for k in names},
+        # The SE's own accuracy: the sd of the estimates over samples against the mean SE.
+        "sd_over_mean_se": {k: float(np.std(errors[k], ddof=1) / np.mean(ses[k])) for k in names},
+        "width_ratio_paired_over_unpaired": {
+            k: float(np.mean(ses[k]) / np.mean(ses[f"{k}_unpaired"])) for k in RATE
+        },
+    }
+    if n_bootstrap:
+        out["bootstrap_coverage"] = {k: boot_covered[k] / used for k in RATE}
+        out["n_bootstrap"] = n_bootstrap
+    return out
+
+
+def coverage_study(
+    template_name: str,
+    scorers: list[str],
+    world: Path,
+    pool_size: int = 100_000,
+    n: int = 2000,
+    seeds: int = 200,
+    seed: int = 0,
+    n_bootstrap: int = 0,
+) -> dict:
+    template = load_dataset_template(template_name)
+    pool = scored_pool(template, pool_size, seed, world, scorers)
+    return {
+        "template": template_name,
+        "results": [
+            coverage_of_pool(pool, s, n, seeds, seed, n_bootstrap=n_bootstrap) for s in scorers
+        ],
+    }
+
+
+def coverage_table(study: dict) -> str:
+    """A Markdown table of one study: coverage and widths per scorer."""
+    lines = [
+        f"Coverage study, template `{study['template']}`",
+        "",
+        "| scorer | estimator | coverage (paired) | coverage (unpaired) | bootstrap | "
+        "mean error / SE | sd / mean SE | width paired / unpaired |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in study["results"]:
+        for k in ("naive_effect", "ATE_single_rewrite", *RATE):
+            unp = r["coverage"].get(f"{k}_unpaired")
+            boot = r.get("bootstrap_coverage", {}).get(k)
+            ratio = r["width_ratio_paired_over_unpaired"].get(k)
+            lines.append(
+                f"| {r['scorer']} | {k} | {r['coverage'][k]:.3f} | "
+                f"{'' if unp is None else f'{unp:.3f}'} | {'' if boot is None else f'{boot:.3f}'} | "
+                f"{r['mean_error_in_se'][k]:+.2f} | {r['sd_over_mean_se'][k]:.2f} | "
+                f"{'' if ratio is None else f'{ratio:.3f}'} |"
+            )
+    r0 = study["results"][0]
+    lines.append("")
+    lines.append(
+        f"{r0['seeds']} samples of {r0['n']} from a pool of {r0['pool_size']}; "
+        f"Monte Carlo SE of a 95% coverage: {r0['coverage_mc_se']:.3f}."
+    )
+    return "\n".join(lines)

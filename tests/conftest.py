@@ -43,3 +43,34 @@ def full_world(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("full") / "world"
     build_world(config, out)
     return out
+
+
+def run_rate(args: list[str], project: Path, check: bool = True, **env: str):
+    """Run the `rate` command in a fresh interpreter with PROJECT_DIR=project."""
+    import subprocess
+    import sys
+
+    full_env = {**os.environ, "PROJECT_DIR": str(project), "RATE_PROGRESS": "0", **env}
+    out = subprocess.run(
+        [sys.executable, "-m", "rate.cli", *args],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    if check and out.returncode != 0:
+        raise AssertionError(f"rate {' '.join(args)} failed ({out.returncode}):\n{out.stderr}")
+    return out
+
+
+@pytest.fixture(scope="session")
+def demo_smoke(small_world: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`rate demo --small --smoke` run once into a fresh PROJECT_DIR; its stdout is kept in
+    demo_stdout.txt there."""
+    root = tmp_path_factory.mktemp("demo_smoke")
+    (root / "tinyrlhf").mkdir()
+    (root / "tinyrlhf" / "world_small").symlink_to(small_world)
+    out = run_rate(["demo", "--small", "--smoke"], root)
+    (root / "demo_stdout.txt").write_text(out.stdout)
+    return root

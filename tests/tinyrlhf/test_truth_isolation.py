@@ -26,6 +26,7 @@ ALLOWED = {
     "rate.tinyrlhf.cli",
     "rate.demo",
     "rate.bench",  # times the truth evaluation
+    "rate.score.tinyworld",  # the oracle scorer: true quality as a scoring template
 }
 MUST_STAY_BLIND = [
     "rate.tinyrlhf.rl",
@@ -35,6 +36,13 @@ MUST_STAY_BLIND = [
     "rate.tinyrlhf.dev_eval",
     "rate.tinyrlhf.sampling",
     "rate.tinyrlhf.reports",
+    # The RATE pipeline learns the truth only from the scores of the perfect rewrite.
+    "rate.rewrite.tinyworld",
+    "rate.rewrite.stage",
+    "rate.datasets.sources",
+    "rate.effects",
+    "rate.estimators",
+    "rate.bootstrap",
 ]
 
 

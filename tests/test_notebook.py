@@ -154,3 +154,19 @@ def test_notebook_says_what_to_run_without_effect_files(tmp_path, kernel_env, mo
     text = _text(outputs)
     assert "No smoke-test" in text and "make demo" in text and "make treatment_effects" in text
     assert not [o for o in outputs if "image/png" in o.get("data", {})]
+
+
+def test_notebook_on_the_demo_smoke_outputs(demo_smoke, kernel_env, monkeypatch):
+    """The notebook on real smoke outputs: the demo's six effect files and its scored files."""
+    outputs = _run(demo_smoke, monkeypatch)
+    assert [o for o in outputs if o["output_type"] == "error"] == []
+    text = _text(outputs)
+    effects = sorted(
+        p for p in (demo_smoke / "effects").glob("*_smoke_test.json") if "coverage" not in p.name
+    )
+    assert len(effects) == 6
+    for path in effects:
+        e = json.loads(path.read_text())
+        assert path.name in text
+        assert f"{e['ATE_rewritten_rewrite']:.4g}" in text
+    assert [o for o in outputs if "image/png" in o.get("data", {})]

@@ -81,19 +81,19 @@ def extract_scores(
         else:
             kept.append(row)
     for kind, what in (
-        ("missing", "a completion or its score"),
-        ("non_finite", "a non-finite score"),
+        ("missing", "lack a completion or its score"),
+        ("non_finite", "have a non-finite score (NaN or infinity)"),
     ):
         idx = bad[kind]
         if idx and not drop_incomplete:
             shown = ", ".join(idx[:10]) + (" ..." if len(idx) > 10 else "")
             raise DataFileError(
-                f"{source}: {len(idx)} of {len(rows)} examples lack {what} under {reward_key!r} "
+                f"{source}: {len(idx)} of {len(rows)} examples {what} under {reward_key!r} "
                 f"(examples {shown}); rescore them, or set effects.drop_incomplete: true to "
                 "exclude them"
             )
         if idx:
-            log.warning("excluded %d examples with %s", len(idx), what)
+            log.warning("excluded %d examples that %s", len(idx), what)
     if not kept:
         raise DataFileError(f"{source}: no complete examples under {reward_key!r}")
     w = np.array([r["w_original"] for r in kept], dtype=bool)

@@ -13,7 +13,7 @@ import typing
 from typing import Any, TypeVar, Union
 
 from rate.errors import ConfigError
-from rate.suggest import unknown_name_message
+from rate.suggest import closest, unknown_name_message
 
 T = TypeVar("T")
 
@@ -94,7 +94,14 @@ def from_dict(cls: type[T], data: Any, where: str, path: str = "") -> T:
     flds = {f.name: f for f in dataclasses.fields(cls) if f.init}
     for key in data:
         if key not in flds:
-            raise ConfigError(unknown_name_message("key", _join(path, str(key)), flds, where=where))
+            # Suggest among this section's keys, then name them by their full path.
+            message = unknown_name_message("key", str(key), flds, where=where)
+            if path:
+                message = message.replace(f"'{key}'", f"'{_join(path, str(key))}'", 1)
+                guess = closest(str(key), flds)
+                if guess is not None:
+                    message = message.replace(f"'{guess}'?", f"'{_join(path, guess)}'?", 1)
+            raise ConfigError(message)
     kwargs = {}
     for name, f in flds.items():
         if name in data:

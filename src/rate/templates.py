@@ -210,7 +210,10 @@ def parse_dataset_template(path: Path, sources, rules, rewriters) -> DatasetTemp
         kind, options = t.parts[part]
         check = getattr(options, "check_template", None)
         if callable(check):
-            check(t, where)
+            try:
+                check(t, where)
+            except ConfigError as err:
+                raise TemplateError(str(err)) from None
     return t
 
 

@@ -1,0 +1,88 @@
+"""The studies: coverage bookkeeping on data with a known answer, the sweeps' designs, and the
+demo's claims on the full world (slow)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rate.studies.common import ScoredPool, slope
+from rate.studies.coverage import coverage_of_pool
+from rate.studies.synthetic import correlation_sweep, inject_typos, sweep_table
+
+
+def normal_pool(n: int, seed: int = 0, bias: float = 0.0) -> ScoredPool:
+    """A pool where every estimator's truth is known: per-unit effects 1 (W=1) and 0.5 (W=0),
+    a rewriter signature that shifts both rewrites by 0.3, and ``bias`` added to the
+    rewrite-of-rewrite only (a non-idempotent rewriter)."""
+    rng = np.random.default_rng(seed)
+    w = rng.random(n) < 0.4
+    effect = np.where(w, 1.0, 0.5)
+    sign = np.where(w, 1.0, -1.0)
+    o = rng.normal(size=n) + 2 * w  # confounded: W=1 examples score higher anyway
+    perfect = o - sign * effect + rng.normal(size=n) * 0.2
+    r = perfect + 0.3
+    rr = o + 0.3 + bias + rng.normal(size=n) * 0.2
+    rows = [{"key": str(i)} for i in range(n)]
+    cols = {"original": o, "rewrite": r, "rewritten rewrite": rr, "perfect rewrite": perfect}
+    return ScoredPool(rows, w, {"s": cols, "tinyrlhf_oracle": cols})
+
+
+def test_coverage_of_an_unbiased_estimator_is_nominal():
+    res = coverage_of_pool(normal_pool(50_000), "s", n=500, seeds=400, seed=1)
+    for key in ("ATT_rewritten_rewrite", "ATU_rewritten_rewrite", "ATE_rewritten_rewrite"):
+        assert abs(res["coverage"][key] - 0.95) < 4 * res["coverage_mc_se"], key
+        assert res["coverage"][f"{key}_unpaired"] >= res["coverage"][key]
+        assert res["width_ratio_paired_over_unpaired"][key] < 0.5  # pairs are tightly linked
+    assert res["coverage"]["naive_effect"] == 0.0  # confounded by 2 units
+    assert res["coverage"]["ATT_single_rewrite"] < 0.1  # the signature's 0.3 shift
+    assert res["population_truth"]["ATT"] == pytest.approx(1.0, abs=0.01)
+
+
+def test_coverage_sees_a_biased_rewriter():
+    res = coverage_of_pool(normal_pool(50_000, bias=0.1), "s", n=500, seeds=100, seed=1)
+    assert res["coverage"]["ATT_rewritten_rewrite"] < 0.5
+    assert res["mean_error"]["ATT_rewritten_rewrite"] == pytest.approx(0.1, abs=0.02)
+
+
+def test_correlation_sweep_subsamples_the_design():
+    pool = normal_pool(40_000)
+    sweeps = correlation_sweep(pool, 1000, seed=0)
+    sweep = sweeps["s"]
+    assert sweep["levels"] == [float(i) for i in range(11)]
+    # Truth per level is the sample's; the naive estimate grows with the correlation here
+    # because Z (high original score) is itself W-dependent in this pool.
+    naive = sweep["series"]["naive"]["estimate"]
+    assert naive[-1] > naive[0]
+    assert "slope" in sweep_table(sweep)
+    assert slope(np.arange(3), np.array([1.0, 3.0, 5.0])) == pytest.approx(2.0)
+
+
+def test_inject_typos_is_seeded_and_spares_w_tokens():
+    text = "pa da fa ha ja la ma na"
+    a = inject_typos(text, "k1", "pa", "he").split()
+    assert a == inject_typos(text, "k1", "pa", "he").split()
+    assert a[0] == "pa" and a.count("ga") == 2
+    assert sum(x != y for x, y in zip(a, text.split(), strict=True)) == 2
+
+
+@pytest.mark.slow
+def test_demo_claims_on_the_full_world(full_world, tmp_path):
+    """At the demo's size, with the signature on: RATE within 2 SE of the truth on the
+    shortcut concepts, the naive estimate far off on the reward model. (Measured values and
+    the cases where the single rewrite is not biased are in the issue's closing note.)"""
+    from rate.demo import run_pipeline
+    from rate.store import Layout
+
+    config = Path(__file__).resolve().parents[1] / "experiments" / "config.yaml"
+    rows = run_pipeline(config, full_world, False, Layout(tmp_path))
+    by = {(r["template"], r["scorer"]): r for r in rows}
+    for template in ("tinyrlhf_dune_pa", "tinyrlhf_ember_he"):
+        for scorer in ("reward model", "true quality"):
+            err = by[(template, scorer)]["error_in_se"]
+            assert abs(err["ATE_rewritten_rewrite"]) < 2, (template, scorer, err)
+        assert abs(by[(template, "reward model")]["error_in_se"]["naive_effect"]) > 5
+    # On true quality the rewriter's signature biases the single rewrite of dune's ATT.
+    assert abs(by[("tinyrlhf_dune_pa", "true quality")]["error_in_se"]["ATT_single_rewrite"]) > 5

@@ -1,0 +1,138 @@
+"""Templates: the shipped ones validate; broken ones fail with a message that says what to fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import run_rate
+
+from rate.errors import TemplateError
+from rate.templates import (
+    dataset_template_names,
+    load_dataset_template,
+    load_scoring_template,
+    scoring_template_names,
+    validate_all,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+GOOD = yaml.safe_load((ROOT / "dataset_templates" / "tinyrlhf_dune_pa.yaml").read_text())
+
+
+@pytest.fixture
+def template_dir(tmp_path, monkeypatch):
+    """An extra template root searched before the repository's."""
+    (tmp_path / "dataset_templates").mkdir()
+    (tmp_path / "scoring_templates").mkdir()
+    monkeypatch.setenv("RATE_TEMPLATE_PATH", str(tmp_path))
+    return tmp_path
+
+
+def put(root: Path, name: str, data: dict, folder: str = "dataset_templates") -> None:
+    (root / folder / f"{name}.yaml").write_text(yaml.safe_dump({"name": name, **data}))
+
+
+def test_every_shipped_template_validates():
+    results = validate_all()
+    assert {n for k, n, _ in results if k == "dataset"} >= {
+        "tinyrlhf_dune_pa",
+        "tinyrlhf_ember_he",
+        "tinyrlhf_anvil_pa",
+        "tinyrlhf_clean_pa_he",
+    }
+    assert {"tinyrlhf_rm", "tinyrlhf_oracle"} <= set(scoring_template_names())
+    assert [r for r in results if r[2] is not None] == []
+
+
+def test_rate_validate_command(tmp_path):
+    out = run_rate(["validate", "--config", "experiments/config.yaml"], tmp_path)
+    assert "ok   dataset  tinyrlhf_dune_pa" in out.stdout and "ok   config" in out.stdout
+
+
+def test_loaded_template_parts_are_typed():
+    t = load_dataset_template("tinyrlhf_dune_pa")
+    kind, rule = t.parts["w_classifier"]
+    assert (kind, rule.token, rule.counterpart) == ("token_swap", "pa", "ba")
+    assert t.instruction("ba da", True).startswith(
+        "ba da\n\n[Adjust this response so it is using 'pa'"
+    )
+    s = load_scoring_template("tinyrlhf_oracle")
+    assert (s.reward_key, s.backend, s.batch_size) == ("true_quality", "tinyrlhf_oracle", 4096)
+
+
+def test_unknown_template_suggests_close_names():
+    with pytest.raises(TemplateError, match="did you mean 'tinyrlhf_ember_he'"):
+        load_dataset_template("tinyrlhf_embr_he")
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"rewrite_prompt": "Make it {w_counterfactual_string}"}, "{original_completion}"),
+        ({"rewrite_prompt": "{original_completion} {target}"}, "exactly the placeholders"),
+        ({"w_strings": {"w=1": "a"}}, "exactly the keys 'w=1' and 'w=0'"),
+        ({"w_classifier": {"rule": "token_swapp", "token": "pa"}}, "did you mean 'token_swap'"),
+        (
+            {"w_classifier": {"rule": "token_swap", "token": "pq", "counterpart": "ba"}},
+            "not a syllable",
+        ),
+        (
+            {"rewriter": {"backend": "tinyrlhf", "style_map": {"ga": "ka", "ka": "ra"}}},
+            "idempotent",
+        ),
+        (
+            {"rewriter": {"backend": "tinyrlhf", "style_map": {"pa": "ka"}}},
+            "must not touch the W tokens",
+        ),
+        (
+            {"rewriter": {"backend": "tinyrlhf", "edit_rat": 0.1}},
+            "did you mean 'rewriter.edit_rate'",
+        ),
+        ({"rewriter": {"backend": "openai_batchh"}}, "unknown backend 'openai_batchh'"),
+        ({"source": {"kind": "tinyrlhf", "policies": {}}}, "positive shares"),
+        ({"n_examples": "many"}, "key 'n_examples': expected an integer"),
+    ],
+)
+def test_broken_dataset_templates(template_dir, change, message):
+    put(template_dir, "broken", {**{k: v for k, v in GOOD.items() if k != "name"}, **change})
+    with pytest.raises(TemplateError) as err:
+        load_dataset_template("broken")
+    assert message in str(err.value)
+    assert "broken.yaml" in str(err.value)
+    # `rate validate` reports it and goes on with the others.
+    results = {n: e for _, n, e in validate_all()}
+    assert results["broken"] is not None and results["tinyrlhf_dune_pa"] is None
+
+
+def test_name_must_match_the_file(template_dir):
+    (template_dir / "dataset_templates" / "a.yaml").write_text(yaml.safe_dump(GOOD))
+    with pytest.raises(
+        TemplateError, match="key 'name' is 'tinyrlhf_dune_pa' but the file is a.yaml"
+    ):
+        load_dataset_template("a")
+
+
+def test_unparseable_template_is_an_error_with_its_line(template_dir):
+    (template_dir / "dataset_templates" / "bad.yaml").write_text("name: bad\nsource: [\n")
+    with pytest.raises(TemplateError, match=r"bad\.yaml:\d+: not valid YAML"):
+        load_dataset_template("bad")
+    assert "bad" in dataset_template_names()
+
+
+def test_broken_scoring_templates(template_dir):
+    put(template_dir, "s1", {"reward_key": "k", "backend": "tinyrlhf_rmm"}, "scoring_templates")
+    with pytest.raises(TemplateError, match="did you mean 'tinyrlhf_rm'"):
+        load_scoring_template("s1")
+    put(
+        template_dir,
+        "s2",
+        {"reward_key": "k", "backend": "tinyrlhf_rm", "modle": "x"},
+        "scoring_templates",
+    )
+    with pytest.raises(TemplateError, match="unknown key 'modle'; did you mean 'model'"):
+        load_scoring_template("s2")
+    put(template_dir, "s3", {"backend": "tinyrlhf_rm"}, "scoring_templates")
+    with pytest.raises(TemplateError, match="missing required key 'reward_key'"):
+        load_scoring_template("s3")

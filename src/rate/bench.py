@@ -80,6 +80,61 @@ def bench_eval(world: Path) -> dict:
     return {"dev_eval_s": dev_s, "dev_prompts": len(dev), "truth_eval_s": truth_s}
 
 
+def write_scored_file(path: Path, n: int, seed: int = 0) -> None:
+    """A scored JSONL of n examples in the reference layout (short texts, synthetic scores)."""
+    from rate.bench_effects import synthetic_scores
+
+    s = synthetic_scores(n, seed)
+    with open(path, "w") as f:
+        for i in range(n):
+            row = {
+                "index": str(i),
+                "w_original": bool(s.w[i]),
+                "completions": {"original": "a", "rewrite": "b", "rewritten rewrite": "c"},
+                "reward_question": "q",
+                "rm": {
+                    "original": float(s.original[i]),
+                    "rewrite": float(s.rewrite[i]),
+                    "rewritten rewrite": float(s.rewritten_rewrite[i]),
+                },
+            }
+            f.write(json.dumps(row) + "\n")
+
+
+def bench_pipeline(world: Path, tmp: Path, n_effects: int = 1_000_000) -> dict:
+    """The demo's four stages once the world exists; treatment_effects on 1M examples."""
+    from rate.bench_effects import bench_effects, synthetic_scores
+    from rate.config import EffectsConfig
+    from rate.datafiles import read_examples
+    from rate.demo import run_pipeline
+    from rate.effects import compute_effects, effects_for_rows
+    from rate.store import Layout
+
+    root = Path(__file__).resolve().parents[2]
+    demo_s, _ = timed(
+        lambda: run_pipeline(
+            root / "experiments" / "config.yaml", world, False, Layout(tmp / "demo")
+        )
+    )
+    core = bench_effects(n_effects, 1000)
+    s = synthetic_scores(n_effects)
+    compute_s, _ = timed(lambda: compute_effects(s, None, 1000, 0, 0.95))
+    scored = tmp / "scored_1m.jsonl"
+    write_scored_file(scored, n_effects)
+    config = EffectsConfig(dataset_name="b", concept="c", score="rm", reward_key="rm")
+    read_s, rows = timed(lambda: read_examples(scored))
+    stage_s, _ = timed(lambda: effects_for_rows(rows, config, scored))
+    return {
+        "demo_after_world_s": demo_s,
+        "effects_n": n_effects,
+        "estimate_s": core["estimate_s"],
+        "bootstrap_1000_s": core["bootstrap_s"],
+        "compute_effects_1000_s": compute_s,
+        "read_scored_jsonl_s": read_s,
+        "effects_from_rows_1000_s": stage_s,
+    }
+
+
 def render(r: dict, command: str) -> str:
     lines = [
         "# Benchmarks",
@@ -109,6 +164,19 @@ def render(r: dict, command: str) -> str:
         "",
         "The plain loop is the same trainer without the key/value cache in sampling and with each",
         "prompt re-encoded for every one of its samples (`train_rl(..., fast=False)`).",
+        "",
+        "## RATE pipeline (issue: the RATE pipeline)",
+        "",
+        "| what | measured | goal |",
+        "|---|---|---|",
+        f"| `make demo` once the world exists (3 concepts x 2 scorers, 2,000 examples each, "
+        f"1,000 bootstrap resamples) | {r['demo_after_world_s']:.1f} s | < 120 s |",
+        f"| treatment_effects computation on {r['effects_n']:,} examples: estimators, 1,000 "
+        f"stratified bootstrap resamples, intervals | {r['compute_effects_1000_s']:.1f} s "
+        f"(estimators {r['estimate_s']:.2f} s, bootstrap {r['bootstrap_1000_s']:.1f} s) | < 10 s |",
+        f"| the same from a {r['effects_n']:,}-row scored JSONL: reading and checking the file, "
+        f"then everything above | {r['read_scored_jsonl_s']:.1f} s + "
+        f"{r['effects_from_rows_1000_s']:.1f} s | |",
         "",
         "Raw figures:",
         "",
@@ -140,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         results = bench_world(tmp, full=None if args.world else world)
         results.update(bench_rl(world, tmp, args.plain_steps))
         results.update(bench_eval(world))
+        results.update(bench_pipeline(world, tmp))
     command = "make bench" if args.world is None else f"python -m rate.bench --world {args.world}"
     atomic_write_text(args.out, render(results, command))
     print(render(results, command))

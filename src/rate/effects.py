@@ -64,8 +64,8 @@ def extract_scores(
 ) -> tuple[Scores, np.ndarray | None, list[dict], dict]:
     """Arrays for the estimators (and the true counterfactual's scores where every kept row has
     one); -> (scores, perfect or None, kept rows, exclusion counts)."""
-    present = reward_keys(rows)
-    if reward_key not in present:
+    if not any(reward_key in row for row in rows):
+        present = reward_keys(rows)
         raise DataFileError(
             f"{source}: no scores under reward_key {reward_key!r}; reward keys present: "
             f"{', '.join(present) or '(none: score the file first)'}"
@@ -96,9 +96,9 @@ def extract_scores(
             log.warning("excluded %d examples that %s", len(idx), what)
     if not kept:
         raise DataFileError(f"{source}: no complete examples under {reward_key!r}")
-    w = np.array([r["w_original"] for r in kept], dtype=bool)
-    col = {k: np.array([r[reward_key][k] for r in kept], dtype=float) for k in NEEDED}
-    scores = Scores(w, col["original"], col["rewrite"], col["rewritten rewrite"])
+    w = np.fromiter((r["w_original"] for r in kept), dtype=bool, count=len(kept))
+    table = np.array([[r[reward_key][k] for k in NEEDED] for r in kept], dtype=float)  # (n, 3)
+    scores = Scores(w, table[:, 0].copy(), table[:, 1].copy(), table[:, 2].copy())
     perfect = None
     if all(isinstance(r[reward_key].get(PERFECT), (int, float)) for r in kept):
         perfect = np.array([r[reward_key][PERFECT] for r in kept], dtype=float)

@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 
 from rate.config import Config
-from rate.store import Layout, find_latest, resolve_input, timestamp
+from rate.store import Layout, resolve_input, timestamp
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,3 @@ def plot_stage(config: Config, layout: Layout) -> list[Path]:
     )
     log.info("wrote %d figure files to %s", len(written), out_dir)
     return written
-
-
-__all__ = ["effect_files", "find_latest", "plot_stage"]

@@ -18,7 +18,7 @@ from pathlib import Path
 from rate.config import Config, config_record
 from rate.datafiles import read_examples, reward_keys
 from rate.errors import DataFileError, RateError
-from rate.io import atomic_write_bytes
+from rate.io import atomic_write_bytes, write_jsonl
 from rate.progress import progress
 from rate.score.backends import build_scorer
 from rate.score.base import Scorer, checked_scores
@@ -122,6 +122,12 @@ def score_rows(
         if sink is not None:
             sink(scored)
     seconds = time.perf_counter() - t0
+    if missing:
+        log.warning(
+            "%d completions were missing (not text) and are not scored; treatment_effects "
+            "will name those examples",
+            missing,
+        )
     return out, {
         "texts_scored": n_texts,
         "completions_missing": missing,
@@ -160,8 +166,6 @@ def score_dataset(config: Config, layout: Layout) -> Path:
         state.close()
     stem = prefix if sc.dataset_folder == "rewrites" else _scored_stem(source, prefix)
     out = output_path(layout.scored, f"{stem}_scored", ".jsonl", config.smoke_test)
-    from rate.io import write_jsonl
-
     write_jsonl(out, scored)
     write_meta(
         out,

@@ -61,7 +61,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
         seed=args.seed,
         n_bootstrap=args.bootstrap,
     )
-    out = args.out or project_dir() / "effects"
+    out = args.out or project_dir() / "effects" / "coverage"
     stem = out / f"coverage_{args.template}_{timestamp()}"
     table = coverage_table(study)
     atomic_write_json(stem.with_suffix(".json"), study)

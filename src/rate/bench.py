@@ -11,6 +11,8 @@ import json
 import logging
 import os
 import platform
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -106,16 +108,12 @@ def bench_pipeline(world: Path, tmp: Path, n_effects: int = 1_000_000) -> dict:
     from rate.bench_effects import bench_effects, synthetic_scores
     from rate.config import EffectsConfig
     from rate.datafiles import read_examples
-    from rate.demo import run_pipeline
     from rate.effects import compute_effects, effects_for_rows
-    from rate.store import Layout
 
-    root = Path(__file__).resolve().parents[2]
-    demo_s, _ = timed(
-        lambda: run_pipeline(
-            root / "experiments" / "config.yaml", world, False, Layout(tmp / "demo")
-        )
-    )
+    # The command a user runs, in a fresh interpreter (imports included), on a built world.
+    env = {**os.environ, "PROJECT_DIR": str(tmp / "demo"), "RATE_PROGRESS": "0"}
+    command = [sys.executable, "-m", "rate.cli", "demo", "--world", str(world)]
+    demo_s, _ = timed(lambda: subprocess.run(command, env=env, check=True, capture_output=True))
     core = bench_effects(n_effects, 1000)
     s = synthetic_scores(n_effects)
     compute_s, _ = timed(lambda: compute_effects(s, None, 1000, 0, 0.95))
@@ -130,6 +128,7 @@ def bench_pipeline(world: Path, tmp: Path, n_effects: int = 1_000_000) -> dict:
         "estimate_s": core["estimate_s"],
         "bootstrap_1000_s": core["bootstrap_s"],
         "compute_effects_1000_s": compute_s,
+        "scored_mb": scored.stat().st_size / 1e6,
         "read_scored_jsonl_s": read_s,
         "effects_from_rows_1000_s": stage_s,
     }
@@ -154,6 +153,10 @@ def render(r: dict, command: str) -> str:
             f"| full world build | {r['full_build_s']:.0f} s (SFT {st['sft_s']:.0f} s, reward model "
             f"{st['reward_model_s']:.0f} s, five RL runs + dev evals {st['runs_s']:.0f} s) | < 600 s |"
         )
+    else:
+        lines.append(
+            "| full world build | not timed in this run (`--world` reused one) | < 600 s |"
+        )
     lines += [
         f"| `--small` world build | {r['small_build_s']:.1f} s | < 60 s |",
         f"| default RL run ({r['default_steps']} steps) | {r['default_run_s']:.1f} s | < 25 s (published trainer: 50 s) |",
@@ -169,14 +172,17 @@ def render(r: dict, command: str) -> str:
         "",
         "| what | measured | goal |",
         "|---|---|---|",
-        f"| `make demo` once the world exists (3 concepts x 2 scorers, 2,000 examples each, "
-        f"1,000 bootstrap resamples) | {r['demo_after_world_s']:.1f} s | < 120 s |",
+        f"| `rate demo` once the world exists: wall time of the command, imports included (3 "
+        f"concepts x 2 scorers, 2,000 examples each, 1,000 bootstrap resamples, plots) | {r['demo_after_world_s']:.1f} s | < 120 s |",
         f"| treatment_effects computation on {r['effects_n']:,} examples: estimators, 1,000 "
         f"stratified bootstrap resamples, intervals | {r['compute_effects_1000_s']:.1f} s "
         f"(estimators {r['estimate_s']:.2f} s, bootstrap {r['bootstrap_1000_s']:.1f} s) | < 10 s |",
-        f"| the same from a {r['effects_n']:,}-row scored JSONL: reading and checking the file, "
-        f"then everything above | {r['read_scored_jsonl_s']:.1f} s + "
-        f"{r['effects_from_rows_1000_s']:.1f} s | |",
+        f"| the same from a {r['effects_n']:,}-row scored JSONL ({r['scored_mb']:.0f} MB): "
+        f"reading and checking the file, then extracting the scores and everything above | "
+        f"{r['read_scored_jsonl_s']:.1f} s + {r['effects_from_rows_1000_s']:.1f} s | |",
+        "",
+        "Reading is Python's json parser (about 20 MB/s on this CPU); the goal of 10 s holds for",
+        "the computation, not for parsing a quarter-gigabyte file.",
         "",
         "Raw figures:",
         "",

@@ -70,16 +70,28 @@ def extract_scores(
             f"{source}: no scores under reward_key {reward_key!r}; reward keys present: "
             f"{', '.join(present) or '(none: score the file first)'}"
         )
-    kept, bad = [], {"missing": [], "non_finite": []}
-    for row in rows:
+    # One pass over the rows: the scores as a (n, 3) table, NaN where one is missing or not a
+    # number (NaN scores in the file are non-finite ones; they are told apart below).
+    missing_mask = np.zeros(len(rows), dtype=bool)
+    table = np.empty((len(rows), len(NEEDED)))
+    for i, row in enumerate(rows):
         s = row.get(reward_key)
-        vals = [s.get(k) if isinstance(s, dict) else None for k in NEEDED]
-        if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in vals):
-            bad["missing"].append(row["index"])
-        elif not all(math.isfinite(v) for v in vals):
-            bad["non_finite"].append(row["index"])
-        else:
-            kept.append(row)
+        try:
+            vals = (s["original"], s["rewrite"], s["rewritten rewrite"])
+        except (TypeError, KeyError):
+            missing_mask[i] = True
+            table[i] = np.nan
+            continue
+        if not all(type(v) is float or (type(v) is int) for v in vals):
+            missing_mask[i] = True
+            table[i] = np.nan
+            continue
+        table[i] = vals
+    finite = np.isfinite(table).all(axis=1)
+    bad = {
+        "missing": [rows[i]["index"] for i in np.flatnonzero(missing_mask)],
+        "non_finite": [rows[i]["index"] for i in np.flatnonzero(~finite & ~missing_mask)],
+    }
     for kind, what in (
         ("missing", "lack a completion or its score"),
         ("non_finite", "have a non-finite score (NaN or infinity)"),
@@ -94,10 +106,12 @@ def extract_scores(
             )
         if idx:
             log.warning("excluded %d examples that %s", len(idx), what)
-    if not kept:
+    keep = np.flatnonzero(finite)
+    if keep.size == 0:
         raise DataFileError(f"{source}: no complete examples under {reward_key!r}")
+    kept = rows if keep.size == len(rows) else [rows[i] for i in keep]
+    table = table[keep]
     w = np.fromiter((r["w_original"] for r in kept), dtype=bool, count=len(kept))
-    table = np.array([[r[reward_key][k] for k in NEEDED] for r in kept], dtype=float)  # (n, 3)
     scores = Scores(w, table[:, 0].copy(), table[:, 1].copy(), table[:, 2].copy())
     perfect = None
     if all(isinstance(r[reward_key].get(PERFECT), (int, float)) for r in kept):

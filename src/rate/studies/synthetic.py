@@ -57,7 +57,9 @@ def _point(result: dict, key: str, truth_key: str) -> dict:
     }
 
 
-def _sweep(name: str, title: str, x_label: str, levels: list[float], points: list[dict]) -> dict:
+def _sweep(
+    name: str, title: str, x_label: str, levels: list[float], points: list[dict], y_label: str
+) -> dict:
     """points[level] = {series: _point(...)} -> the plots module's sweep format."""
     series = {}
     for s in ("naive", "single_rewrite", "rate"):
@@ -72,6 +74,7 @@ def _sweep(name: str, title: str, x_label: str, levels: list[float], points: lis
         "experiment": name,
         "title": title,
         "x_label": x_label,
+        "y_label": y_label,
         "levels": levels,
         "series": series,
         "slopes": {s: slope(x, np.asarray(v["estimate"], float)) for s, v in series.items()},
@@ -121,6 +124,7 @@ def correlation_sweep(pool: ScoredPool, n: int, seed: int) -> dict[str, dict]:
             "correlation level i: P(W=1 | high quality) = 0.5 + 0.05 i",
             [float(i) for i in LEVELS],
             points,
+            "ATE (naive: difference of means), raw score units",
         )
     return out
 
@@ -173,6 +177,7 @@ def typo_sweep(pool: ScoredPool, n: int, seed: int, world: Path) -> dict[str, di
             "share of W=1 examples with typos",
             shares,
             pts,
+            "ATT (naive: the ATE contrast), raw score units",
         )
         for scorer, pts in points.items()
     }

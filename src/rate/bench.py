@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         results.update(bench_rl(world, tmp, args.plain_steps))
         results.update(bench_eval(world))
         results.update(bench_pipeline(world, tmp))
-    command = "make bench" if args.world is None else f"python -m rate.bench --world {args.world}"
+    command = "make bench" if args.world is None else "python -m rate.bench --world <built world>"
     atomic_write_text(args.out, render(results, command))
     print(render(results, command))
     return 0

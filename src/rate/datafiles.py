@@ -37,14 +37,22 @@ def read_examples(path: Path) -> list[dict[str, Any]]:
     if not rows:
         raise DataFileError(f"{path}: no examples")
     for row in rows:
-        where = f"{path}: example {row['index']}"
-        if not isinstance(row.get("w_original"), bool):
-            raise DataFileError(f"{where}: 'w_original' must be true or false")
-        if not isinstance(row.get("completions"), dict):
-            raise DataFileError(f"{where}: 'completions' must be an object")
-        if not isinstance(row.get("reward_question"), str):
-            raise DataFileError(f"{where}: 'reward_question' must be a string")
+        if (
+            type(row.get("w_original")) is not bool
+            or type(row.get("completions")) is not dict
+            or type(row.get("reward_question")) is not str
+        ):
+            _raise_bad_row(path, row)
     return rows
+
+
+def _raise_bad_row(path: Path, row: dict) -> None:
+    where = f"{path}: example {row['index']}"
+    if not isinstance(row.get("w_original"), bool):
+        raise DataFileError(f"{where}: 'w_original' must be true or false")
+    if not isinstance(row.get("completions"), dict):
+        raise DataFileError(f"{where}: 'completions' must be an object")
+    raise DataFileError(f"{where}: 'reward_question' must be a string")
 
 
 def reward_keys(rows: list[dict]) -> list[str]:

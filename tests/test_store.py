@@ -25,6 +25,7 @@ def test_latest_is_the_newest_stamp_of_the_same_run_kind(tmp_path):
         "ds_20260103_090000_smoke_test.json",
         "ds_20260102_090000.json.meta.json",
         "other_20270101_000000.json",
+        "ds2_20280101_000000.json",  # another dataset whose name starts the same
         ".ds_20290101_000000.json.tmp",
     ):
         (tmp_path / name).write_text("{}")

@@ -101,7 +101,10 @@ def find_latest(folder: Path, stem_prefix: str, ext: str, smoke: bool) -> Path:
             if not p.name.endswith(ext) or p.name.endswith(".meta.json") or p.name.startswith("."):
                 continue
             parsed = parse_name(p)
-            if parsed and parsed[0].startswith(stem_prefix) and parsed[3] == smoke:
+            if not parsed or parsed[3] != smoke:
+                continue
+            # 'imdb' matches imdb_length_scored_<stamp> but not imdb2_<stamp>.
+            if parsed[0] == stem_prefix or parsed[0].startswith(stem_prefix + "_"):
                 candidates.append((parsed[1], parsed[2], p))
     if not candidates:
         kind = "smoke-test" if smoke else "full (non-smoke)"

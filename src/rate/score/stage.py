@@ -28,8 +28,9 @@ from rate.templates import load_scoring_template
 log = logging.getLogger(__name__)
 
 
-def _fingerprint(path: Path, reward_key: str) -> str:
-    h = hashlib.sha256(reward_key.encode() + b"\0")
+def _fingerprint(path: Path, reward_key: str, scorer: dict) -> str:
+    """Input content, reward key and scorer: partial scores are reused only for the same."""
+    h = hashlib.sha256(reward_key.encode() + b"\0" + json.dumps(scorer, sort_keys=True).encode())
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
@@ -39,8 +40,8 @@ def _fingerprint(path: Path, reward_key: str) -> str:
 class Progress:
     """The partial output of an interrupted run: a header line, then complete scored rows."""
 
-    def __init__(self, folder: Path, input_path: Path, reward_key: str) -> None:
-        self.fingerprint = _fingerprint(input_path, reward_key)
+    def __init__(self, folder: Path, input_path: Path, reward_key: str, scorer: dict) -> None:
+        self.fingerprint = _fingerprint(input_path, reward_key, scorer)
         self.path = folder / ".partial" / f"{input_path.name}.{self.fingerprint[:16]}.jsonl"
 
     def load(self) -> list[dict]:
@@ -155,7 +156,7 @@ def score_dataset(config: Config, layout: Layout) -> Path:
     log.info("score_dataset: %s with %s (%d examples)", source.name, template.name, len(rows))
     scorer = build_scorer(template, config.world_dir())
     batch = sc.batch_size or template.batch_size
-    state = Progress(layout.scored, source, key)
+    state = Progress(layout.scored, source, key, {**template.record(), **scorer.describe()})
     done = state.load()
     if done:
         log.info("resuming: %d of %d examples already scored", len(done), len(rows))

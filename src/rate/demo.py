@@ -42,6 +42,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="base experiment config")
     p.add_argument("--smoke", action="store_true", help="smoke-test sizes (60 examples)")
     p.add_argument("--runs", action="store_true", help="also print the world's RL runs table")
+    p.add_argument(
+        "--per-family", type=int, default=500, help="prompts per family for the runs table"
+    )
     p.set_defaults(func=run_demo)
 
 
@@ -155,7 +158,7 @@ def run_demo(args: argparse.Namespace) -> int:
     )
     ensure_world(world, args.small)
     if args.runs:
-        print_runs_table(world)
+        print_runs_table(world, args.per_family)
     t0 = time.perf_counter()
     rows = run_pipeline(args.config, world, args.smoke, layout)
     seconds = time.perf_counter() - t0

@@ -107,7 +107,21 @@ def gpt2(folder: Path) -> Path:
     return folder
 
 
-BUILDERS = {"distilbert": distilbert, "llama": llama, "gpt2": gpt2}
+def deberta(folder: Path) -> Path:
+    from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
+
+    tok = tokenizer(folder, "[CLS]", "right")
+    torch.manual_seed(0)
+    config = DebertaV2Config(
+        vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=2, num_labels=1, max_position_embeddings=128,
+        pad_token_id=tok.pad_token_id, type_vocab_size=0,
+    )  # fmt: skip
+    DebertaV2ForSequenceClassification(config).eval().save_pretrained(folder)
+    return folder
+
+
+BUILDERS = {"distilbert": distilbert, "llama": llama, "gpt2": gpt2, "deberta": deberta}
 
 
 @pytest.fixture
@@ -207,7 +221,13 @@ def test_text_pairs(tmp_path, templates):
 
 
 @pytest.mark.parametrize(
-    "name, builder", [("sfairxc", llama), ("ncsoft", llama), ("distilbert_positive", distilbert)]
+    "name, builder",
+    [
+        ("sfairxc", llama),
+        ("ncsoft", llama),
+        ("distilbert_positive", distilbert),
+        ("deberta", deberta),
+    ],
 )
 def test_shipped_templates_score_a_local_copy(name, builder, tmp_path, monkeypatch):
     """The shipped template, with 'model' pointed at a local folder of the same class."""
@@ -223,8 +243,49 @@ def test_shipped_templates_score_a_local_copy(name, builder, tmp_path, monkeypat
     assert len(scores) == 6 and all(isinstance(s, float) for s in scores)
 
 
-@pytest.mark.parametrize("name", ["sfairxc", "ncsoft", "distilbert_positive"])
+@pytest.mark.parametrize("name", ["sfairxc", "ncsoft", "distilbert_positive", "deberta"])
 def test_shipped_hub_templates_fail_fast_offline(name, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(TemplateError, match="hub is unreachable"):
         build_scorer(load_scoring_template(name), tmp_path)
+
+
+def test_score_dataset_stage_with_a_classifier(tmp_path, templates):
+    """score_dataset on a text dataset: every completion scored, truncations in the metadata."""
+    import json
+
+    from rate.config import load_config
+    from rate.io import read_json
+    from rate.store import Layout
+
+    folder = distilbert(tmp_path / "db")
+    templates("short_rm", model=str(folder), max_length=8, batch_size=2)
+    layout = Layout(tmp_path / "project")
+    data = {
+        str(i): {
+            "w_original": i % 2 == 0,
+            "completions": {"original": r, "rewrite": "good", "rewritten rewrite": "bad film"},
+            "reward_question": "Write a movie review:",
+        }
+        for i, r in enumerate(RESPONSES)
+    }
+    layout.rewrites.mkdir(parents=True)
+    name = "reviews_20260101_000000.json"
+    (layout.rewrites / name).write_text(json.dumps(data))
+    root = Path(__file__).resolve().parents[1]
+    config = load_config(
+        root / "experiments" / "config.yaml",
+        [
+            "scoring.model=short_rm",
+            "scoring.dataset_name=reviews",
+            f"scoring.dataset_filename={name}",
+        ],
+    )
+    from rate.score.stage import score_dataset
+
+    out = score_dataset(config, layout)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 6 and all(set(r["short_rm"]) == set(r["completions"]) for r in rows)
+    meta = read_json(out.with_name(out.name + ".meta.json"))
+    # Two originals (10 and 15 words) exceed 8 tokens with [CLS]; the rewrites are short.
+    assert meta["truncated_texts"] == 2 and meta["texts_scored"] == 18

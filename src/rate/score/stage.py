@@ -176,6 +176,8 @@ def score_dataset(config: Config, layout: Layout) -> Path:
         reward_keys=reward_keys(scored),
         template=template.record(),
         scorer=scorer.describe(),
+        # Texts longer than the model's limit were truncated by the template's policy.
+        truncated_texts=getattr(scorer, "truncated", 0),
         config=config_record(config),
         n_examples=len(scored),
         **counts,

@@ -120,3 +120,36 @@ def test_select_examples_exact_n_both_w_and_undefined_skipped():
     assert counts == {"drawn": 16, "undefined_skipped": 5, "w_1": 3, "w_0": 1}
     with pytest.raises(DataFileError, match="only 11 examples with W defined"):
         select_examples(iter([chunk]), RULE, 12)
+
+
+def test_jsonl_source_reads_shuffles_and_names_bad_rows(tmp_path):
+    import json
+
+    from rate.datasets.sources import JsonlSource, JsonlStream, SourceContext
+
+    path = tmp_path / "reviews.jsonl"
+    rows = [{"id": f"r{i}", "review": f"text {i}", "stars": i} for i in range(10)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ctx = SourceContext(world=tmp_path, seed=1, template_path=str(tmp_path / "t.yaml"))
+    spec = JsonlSource(path="reviews.jsonl", text_field="review", prompt="Review: ", id_field="id")
+    (chunk,) = list(JsonlStream(spec, ctx).chunks())
+    assert sorted(e.key for e in chunk) == sorted(r["id"] for r in rows)
+    assert [e.key for e in chunk] != [r["id"] for r in rows]  # shuffled with the seed
+    assert chunk[0].fields == {"id": chunk[0].key, "stars": int(chunk[0].key[1:])}
+    assert chunk[0].prompt == "Review: "
+    bad = JsonlSource(path="reviews.jsonl", text_field="text", prompt="Review: ")
+    with pytest.raises(
+        DataFileError, match="row 1: field 'text' .*fields present: id, review, stars"
+    ):
+        list(JsonlStream(bad, ctx).chunks())
+    with pytest.raises(DataFileError, match="no such file"):
+        list(
+            JsonlStream(
+                JsonlSource(path="nope.jsonl", text_field="review", prompt=""), ctx
+            ).chunks()
+        )
+
+
+def test_field_above_needs_numbers():
+    with pytest.raises(DataFileError, match="field 'stars' must be a number, got 'five'"):
+        FieldAbove(field="stars", threshold=3)(ex("a", stars="five"))

@@ -171,25 +171,19 @@ def check_templates(config: Config, where: str) -> None:
     """The templates the config names must exist (close names are suggested)."""
     from rate.templates import dataset_template_names, scoring_template_names
 
-    datasets, scorers = dataset_template_names(), scoring_template_names()
-    if config.rewrites.dataset_name not in datasets:
-        raise ConfigError(
-            unknown_name_message(
-                "dataset template",
-                config.rewrites.dataset_name,
-                datasets,
-                where=f"{where}: key 'rewrites.dataset_name'",
+    for kind, key, name, known in (
+        (
+            "dataset template",
+            "rewrites.dataset_name",
+            config.rewrites.dataset_name,
+            dataset_template_names(),
+        ),
+        ("scoring template", "scoring.model", config.scoring.model, scoring_template_names()),
+    ):
+        if name not in known:
+            raise ConfigError(
+                unknown_name_message(kind, name, known, where=f"{where}: key '{key}'")
             )
-        )
-    if config.scoring.model not in scorers:
-        raise ConfigError(
-            unknown_name_message(
-                "scoring template",
-                config.scoring.model,
-                scorers,
-                where=f"{where}: key 'scoring.model'",
-            )
-        )
 
 
 def config_record(config: Config) -> dict:

@@ -14,7 +14,9 @@ from typing import Any
 from rate.errors import DataFileError
 from rate.io import read_json, read_jsonl
 
-COMPLETIONS = ("original", "rewrite", "rewritten rewrite")
+ORIGINAL, REWRITE, REWRITTEN = "original", "rewrite", "rewritten rewrite"
+PERFECT = "perfect rewrite"  # the true counterfactual, where a rewriter knows it (tiny world)
+COMPLETIONS = (ORIGINAL, REWRITE, REWRITTEN)
 
 
 def read_examples(path: Path) -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ import numpy as np
 
 from rate.bootstrap import STATISTICS, percentile_intervals
 from rate.config import Config, EffectsConfig, config_record
-from rate.datafiles import read_examples, reward_keys
+from rate.datafiles import COMPLETIONS, PERFECT, read_examples, reward_keys
 from rate.errors import DataFileError
 from rate.estimators import Scores, estimate
 from rate.io import atomic_write_json
@@ -28,8 +28,7 @@ from rate.store import Layout, output_path, resolve_input, write_meta
 
 log = logging.getLogger(__name__)
 
-PERFECT = "perfect rewrite"
-NEEDED = ("original", "rewrite", "rewritten rewrite")
+NEEDED = COMPLETIONS
 # Which true effect each estimator targets.
 TARGET = {
     "naive_effect": "ATE",

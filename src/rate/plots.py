@@ -51,7 +51,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from rate.datafiles import read_examples, reward_keys
+from rate.datafiles import COMPLETIONS as DATA_COMPLETIONS
+from rate.datafiles import PERFECT, read_examples, reward_keys
 from rate.errors import ConfigError, DataFileError
 from rate.io import atomic_write_bytes, atomic_write_text, read_json
 
@@ -59,7 +60,7 @@ log = logging.getLogger(__name__)
 
 FORMATS = ("png", "pdf", "svg")
 ESTIMANDS = ("ATE", "ATT", "ATU")
-COMPLETIONS = ("original", "rewrite", "rewritten rewrite", "perfect rewrite")
+COMPLETIONS = (*DATA_COMPLETIONS, PERFECT)
 STYLE = {  # series -> (colour, marker, legend label)
     "naive": ("tab:orange", "s", "naive"),
     "single_rewrite": ("tab:green", "^", "single rewrite"),

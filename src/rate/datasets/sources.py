@@ -80,15 +80,12 @@ class TinyWorldStream:
     finite = False
 
     def __init__(self, spec: TinyWorldSource, ctx: SourceContext) -> None:
+        from rate.tinyrlhf.data import require_world
         from rate.tinyrlhf.models import load_policy
         from rate.tinyrlhf.vocab import FAMILIES
 
         self.spec, self.ctx = spec, ctx
-        if not (ctx.world / "world_info.json").is_file():
-            raise DataFileError(
-                f"no tiny RLHF world at {ctx.world}; build it with `make fixture` (or "
-                "`rate demo`), or point the config's 'world' key at one"
-            )
+        require_world(ctx.world)
         self.names = list(spec.policies)
         self.policies = []
         for rel in self.names:

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from rate.config import Config, config_record
+from rate.datafiles import ORIGINAL, PERFECT, REWRITE, REWRITTEN
 from rate.datasets.sources import SOURCES, Example, SourceContext
 from rate.errors import DataFileError
 from rate.io import atomic_write_json
@@ -24,9 +25,6 @@ from rate.store import Layout, output_path, write_meta
 from rate.templates import DatasetTemplate, load_dataset_template
 
 log = logging.getLogger(__name__)
-
-ORIGINAL, REWRITE, REWRITTEN = "original", "rewrite", "rewritten rewrite"
-PERFECT = "perfect rewrite"
 
 
 def select_examples(

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from rate.errors import DataFileError
 from rate.score.base import Scorer
+from rate.tinyrlhf.data import require_world
 from rate.tinyrlhf.text import parse_prompt, parse_response
 
 
@@ -20,15 +20,6 @@ def _encode(prompts: list[str], responses: list[str]):
     records = [parse_prompt(p, f"prompt {i}") for i, p in enumerate(prompts)]
     tokens = [parse_response(r, f"response {i}") for i, r in enumerate(responses)]
     return encode_prompts(records), encode_responses(tokens)
-
-
-def _world(world: Path) -> Path:
-    if not (world / "world_info.json").is_file():
-        raise DataFileError(
-            f"no tiny RLHF world at {world}; build it with `make fixture` (or `rate demo`), or "
-            "point the config's 'world' key at one"
-        )
-    return world
 
 
 @dataclass
@@ -43,7 +34,7 @@ class TinyRMScorer(Scorer):
         from rate.tinyrlhf.models import load_reward_model
 
         path = Path(options.model)
-        self.path = path if path.is_absolute() else _world(world) / path
+        self.path = path if path.is_absolute() else require_world(world) / path
         self.rm = load_reward_model(self.path)
 
     def score(self, prompts: list[str], responses: list[str]) -> list[float]:
@@ -69,7 +60,7 @@ class OracleScorer(Scorer):
     def __init__(self, options: OracleOptions, world: Path) -> None:
         from rate.tinyrlhf.evaluate import load_oracle
 
-        self.world = _world(world)
+        self.world = require_world(world)
         self.oracle, _ = load_oracle(self.world)
 
     def score(self, prompts: list[str], responses: list[str]) -> list[float]:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
+from rate.datafiles import ORIGINAL, PERFECT, REWRITE, REWRITTEN
 from rate.estimators import Scores
-from rate.rewrite.stage import ORIGINAL, PERFECT, REWRITE, REWRITTEN, build_dataset
+from rate.rewrite.stage import build_dataset
 from rate.score.backends import build_scorer
 from rate.templates import DatasetTemplate, load_scoring_template
 

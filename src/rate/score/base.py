@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 
 from rate.errors import RateError
 
 
 class Scorer(ABC):
     name: str = "scorer"
+    # Texts longer than the model's limit that were cut (0 for scorers without a limit).
+    truncated: int = 0
+    # Set by the stage: called with a count of texts as they are scored (for the progress
+    # bar); backends that score in one go may leave it uncalled.
+    on_texts: Callable[[int], None] | None = None
 
     @abstractmethod
     def score(self, prompts: list[str], responses: list[str]) -> list[float]:

@@ -1,9 +1,11 @@
 """Stage 2, score_dataset: score every completion of every example; resumable.
 
 Scores go under the template's reward_key, as the reference writes them, so scoring a scored
-file adds a reward model beside the others. Progress is written to a partial file after every
-batch (flushed and fsynced); a run that is killed resumes after the last complete batch, and the
-final file is renamed into place only when every example is scored.
+file adds a reward model beside the others. Examples go to the scorer in chunks
+(``scoring.chunk_size``), whose texts the scorer sorts by length into batches; progress is
+written to a partial file after every chunk (flushed and fsynced). A run that is killed resumes
+after the last complete chunk, and the final file is renamed into place only when every example
+is scored.
 """
 
 from __future__ import annotations
@@ -86,42 +88,76 @@ class Progress:
         self.path.unlink(missing_ok=True)
 
 
+def completions_of(rows: list[dict]) -> tuple[list[str], list[str], list[tuple[int, str]]]:
+    """(prompts, texts, (row position, completion name)) of the completions that are text."""
+    prompts, texts, slots = [], [], []
+    for j, row in enumerate(rows):
+        for name, text in row["completions"].items():
+            if isinstance(text, str):
+                prompts.append(row["reward_question"])
+                texts.append(text)
+                slots.append((j, name))
+    return prompts, texts, slots
+
+
 def score_rows(
-    rows: list[dict], scorer: Scorer, reward_key: str, batch_size: int, done: list[dict], sink=None
+    rows: list[dict],
+    scorer: Scorer,
+    reward_key: str,
+    chunk_size: int,
+    done: list[dict],
+    sink=None,
 ) -> tuple[list[dict], dict]:
-    """Score every completion of ``rows`` after the ``done`` ones; -> (scored rows, counts)."""
+    """Score every completion of ``rows`` after the ``done`` ones; -> (scored rows, counts).
+
+    Rows go to the scorer ``chunk_size`` examples at a time; chunks start at multiples of
+    ``chunk_size`` from the first row, so a resumed run hands the scorer the same chunks as an
+    uninterrupted one and gets the same scores (bit for bit where the backend is deterministic,
+    as on the CPU).
+    """
     if len(done) > len(rows) or any(
         d.get("index") != r["index"] for d, r in zip(done, rows, strict=False)
     ):
         raise RateError("the partial scores do not match the input; delete the .partial file")
+    if len(done) % chunk_size and len(done) < len(rows):
+        raise RateError("partial scores must cover whole chunks; trim them to a multiple")
     out = list(done)
     missing = 0
-    todo = rows[len(done) :]
+    start = len(done)
+    todo_texts = sum(
+        isinstance(t, str) for row in rows[start:] for t in row["completions"].values()
+    )
     t0 = time.perf_counter()
     n_texts = 0
-    bar = progress(
-        range(0, len(todo), batch_size), f"score {reward_key}", -(-len(todo) // batch_size)
-    )
-    for i in bar:
-        batch = todo[i : i + batch_size]
-        prompts, texts, slots = [], [], []
-        for j, row in enumerate(batch):
-            for name, text in row["completions"].items():
-                if isinstance(text, str):
-                    prompts.append(row["reward_question"])
-                    texts.append(text)
-                    slots.append((j, name))
-                else:
-                    missing += 1
-        scores = checked_scores(scorer, len(texts), scorer.score(prompts, texts), batch[0]["index"])
-        n_texts += len(texts)
-        per_row: list[dict] = [{} for _ in batch]
-        for (j, name), s in zip(slots, scores, strict=True):
-            per_row[j][name] = s
-        scored = [{**row, reward_key: per_row[j]} for j, row in enumerate(batch)]
-        out.extend(scored)
-        if sink is not None:
-            sink(scored)
+    bar = progress(None, f"score {reward_key}", todo_texts, unit="text")
+    reported = 0
+
+    def report(n: int) -> None:
+        nonlocal reported
+        reported += n
+        bar.update(n)
+
+    scorer.on_texts = report
+    try:
+        for i in range(start, len(rows), chunk_size):
+            chunk = rows[i : i + chunk_size]
+            prompts, texts, slots = completions_of(chunk)
+            missing += sum(len(row["completions"]) for row in chunk) - len(texts)
+            reported = 0
+            raw = scorer.score(prompts, texts)
+            scores = checked_scores(scorer, len(texts), raw, chunk[0]["index"])
+            bar.update(len(texts) - reported)  # backends that do not report per batch
+            n_texts += len(texts)
+            per_row: list[dict] = [{} for _ in chunk]
+            for (j, name), s in zip(slots, scores, strict=True):
+                per_row[j][name] = s
+            scored = [{**row, reward_key: per_row[j]} for j, row in enumerate(chunk)]
+            out.extend(scored)
+            if sink is not None:
+                sink(scored)
+    finally:
+        scorer.on_texts = None
+        bar.close()
     seconds = time.perf_counter() - t0
     if missing:
         log.warning(
@@ -132,7 +168,7 @@ def score_rows(
     return out, {
         "texts_scored": n_texts,
         "completions_missing": missing,
-        "resumed_examples": len(done),
+        "resumed_examples": start,
         "seconds": round(seconds, 2),
         "texts_per_second": round(n_texts / seconds, 1) if seconds > 0 else None,
     }
@@ -155,14 +191,22 @@ def score_dataset(config: Config, layout: Layout) -> Path:
         )
     log.info("score_dataset: %s with %s (%d examples)", source.name, template.name, len(rows))
     scorer = build_scorer(template, config.world_dir())
-    batch = sc.batch_size or template.batch_size
-    state = Progress(layout.scored, source, key, {**template.record(), **scorer.describe()})
+    if sc.batch_size:
+        scorer.batch_size = sc.batch_size
+    fingerprint = {**template.record(), **scorer.describe(), "chunk_size": sc.chunk_size}
+    state = Progress(layout.scored, source, key, fingerprint)
     done = state.load()
+    if len(done) < len(rows):
+        # A kill while a chunk was being appended leaves part of it; that part is redone.
+        done = done[: len(done) - len(done) % sc.chunk_size]
     if done:
         log.info("resuming: %d of %d examples already scored", len(done), len(rows))
+    # Texts of resumed examples that were truncated count too (tokenising them is cheap).
+    count = getattr(scorer, "count_truncated", None)
+    truncated_before = count(*completions_of(done)[:2]) if done and count else 0
     state.start(done)
     try:
-        scored, counts = score_rows(rows, scorer, key, batch, done, sink=state.append)
+        scored, counts = score_rows(rows, scorer, key, sc.chunk_size, done, sink=state.append)
     finally:
         state.close()
     stem = prefix if sc.dataset_folder == "rewrites" else _scored_stem(source, prefix)
@@ -177,7 +221,7 @@ def score_dataset(config: Config, layout: Layout) -> Path:
         template=template.record(),
         scorer=scorer.describe(),
         # Texts longer than the model's limit were truncated by the template's policy.
-        truncated_texts=getattr(scorer, "truncated", 0),
+        truncated_texts=truncated_before + scorer.truncated,
         config=config_record(config),
         n_examples=len(scored),
         **counts,

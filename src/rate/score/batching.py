@@ -1,0 +1,121 @@
+"""Batched scoring of token sequences: the part every transformer scorer shares.
+
+Sequences are sorted by length and cut into batches, so a batch pads to its own longest text
+and not the call's: on real text the padding of unsorted batches can cost more than batching
+saves. Padding follows the model's side with an attention mask (and mask-derived positions
+under left padding), so a text's score does not depend on its batch. An out-of-memory error
+halves the batch and goes on; the smaller batch is kept for later calls. Texts longer than the
+model's limit are truncated by a stated policy and counted.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from typing import Any
+
+from rate.score.base import Scorer
+
+log = logging.getLogger(__name__)
+
+
+class TokenBatchScorer(Scorer):
+    """A scorer over token ids. Subclasses set ``tokenizer``, ``model``, ``device``,
+    ``batch_size``, ``max_length``, ``truncation`` and ``padding_side``, and implement
+    :meth:`encode_pairs` and :meth:`_model_scores`."""
+
+    tokenizer: Any
+    model: Any
+    device: str = "cpu"
+    batch_size: int = 32
+    max_length: int = 512
+    truncation: str = "right"  # right: keep the start; left: keep the end
+    padding_side: str = "right"
+
+    def _takes_position_ids(self) -> bool:
+        return "position_ids" in inspect.signature(self.model.forward).parameters
+
+    def _cut(self, seqs: list[list[int]]) -> list[list[int]]:
+        """Sequences cut to ``max_length`` by the truncation policy; cuts are counted."""
+        out = []
+        limit = self.max_length
+        for seq in seqs:
+            if len(seq) > limit:
+                self.truncated += 1
+                seq = seq[:limit] if self.truncation == "right" else seq[-limit:]
+            out.append(seq)
+        return out
+
+    def encode_pairs(self, prompts: list[str], responses: list[str]) -> list[list[int]]:
+        """The token ids the model reads for each (prompt, response), already cut."""
+        raise NotImplementedError
+
+    def score(self, prompts: list[str], responses: list[str]) -> list[float]:
+        return self.score_ids(self.encode_pairs(prompts, responses))
+
+    def count_truncated(self, prompts: list[str], responses: list[str]) -> int:
+        """How many of these pairs exceed the model's limit (tokenises only; for the texts of a
+        resumed run, which were scored by an earlier process)."""
+        before = self.truncated
+        self.encode_pairs(prompts, responses)
+        counted, self.truncated = self.truncated - before, before
+        return counted
+
+    def score_ids(self, ids: list[list[int]]) -> list[float]:
+        """One score per token sequence, in order, in length-sorted batches."""
+        return [float(v) for v in self.run_batches(ids, self._model_scores)]
+
+    def run_batches(self, ids: list[list[int]], fn) -> list:
+        """``fn(input_ids, attention_mask, kwargs)`` -> a tensor with one row per sequence, run
+        over length-sorted batches; -> the rows (as Python values) in the order of ``ids``."""
+        import torch
+
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        results: list = [None] * len(ids)
+        i = 0
+        while i < len(order):
+            chunk = order[i : i + self.batch_size]
+            try:
+                input_ids, mask, kwargs = self.pad([ids[j] for j in chunk])
+                with torch.inference_mode():
+                    values = fn(input_ids, mask, kwargs).float().cpu().tolist()
+            except torch.OutOfMemoryError:
+                if self.batch_size == 1:
+                    raise
+                self.batch_size = max(1, self.batch_size // 2)
+                log.warning("out of memory: batch size halved to %d", self.batch_size)
+                if self.device.startswith("cuda"):
+                    torch.cuda.empty_cache()
+                continue
+            for j, v in zip(chunk, values, strict=True):
+                results[j] = v
+            i += len(chunk)
+            if self.on_texts is not None:
+                self.on_texts(len(chunk))
+        return results
+
+    def pad(self, seqs: list[list[int]]) -> tuple[Any, Any, dict]:
+        """(input_ids, attention_mask, extra model kwargs) for one batch."""
+        import torch
+
+        longest = max(len(s) for s in seqs)
+        pad = self.tokenizer.pad_token_id
+        left = self.padding_side == "left"
+        rows, masks = [], []
+        for s in seqs:
+            fill = [pad] * (longest - len(s))
+            zeros = [0] * (longest - len(s))
+            rows.append(fill + s if left else s + fill)
+            masks.append(zeros + [1] * len(s) if left else [1] * len(s) + zeros)
+        input_ids = torch.tensor(rows, device=self.device)
+        mask = torch.tensor(masks, device=self.device)
+        kwargs = {}
+        if left and self._takes_position_ids():
+            # Left padding shifts every real token right; positions must start at the first
+            # real token, or a model with absolute positions would score padded texts apart.
+            kwargs["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0)
+        return input_ids, mask, kwargs
+
+    def _model_scores(self, input_ids, attention_mask, kwargs: dict):
+        """A 1-d tensor: the score of each row of the batch."""
+        raise NotImplementedError

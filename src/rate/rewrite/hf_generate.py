@@ -1,0 +1,343 @@
+"""Local rewriting with a Hugging Face causal language model: any hub id or local folder.
+
+Each request's instruction becomes the user turn of the tokenizer's chat template (after an
+optional system message), with the generation prompt (``chat: true``), or is the plain prompt
+(``chat: false``). Prompts are generated in batches sorted by length, longest first (so an
+out-of-memory error shows at the start, and halves the batch for the rest of the run), with left
+padding, an attention mask and mask-derived positions (``generate`` derives them); only the new
+tokens are decoded. Prompts longer than ``max_input_tokens`` are an error, never cut.
+
+Sampling draws each request's tokens from its own random stream, seeded by the run seed and the
+request key: at every step the temperature- and top-p-warped logits get Gumbel noise from that
+stream and the largest wins (the Gumbel-max trick, an exact sample of the warped softmax).
+``generate`` itself runs greedy decoding, because its own sampling draws a batch's tokens from one
+global stream, which would tie each output to its batch mates, the batch size and any
+out-of-memory back-off. The model's own sampling settings (its generation_config's do_sample,
+temperature, top_k, top_p ...) are therefore not used, only ours; its other settings (eos tokens,
+repetition penalty ...) are kept. What this gives (checked on a tiny Llama, and a tiny GPT-2 for
+absolute positions, on CPU in float32, in tests/test_hf_rewriter.py):
+
+* greedy decoding (``temperature: 0``): the same output for a prompt at any batch size, order or
+  batch composition;
+* sampling: the same seed gives the same outputs, again whatever the batch size, order, batch
+  mates or out-of-memory back-off; another seed gives other outputs.
+
+Both hold up to floating-point differences between batch shapes: the logits of a prompt can
+differ in the last bits with the batch's padding, and a near-tie can then flip a token (and the
+rest of the text). The tiny test models show none; with bfloat16 on a GPU, long texts and large
+vocabularies a flip is more likely, so there the guarantee is exact only for equal batch sizes
+and inputs. A different device (CPU and CUDA draw different random streams), dtype, or
+torch/transformers version gives other outputs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rate.datasets.sources import stable_seed
+from rate.errors import ConfigError, TemplateError
+from rate.progress import progress
+from rate.rewrite.base import Rewriter, RewriteRequest
+from rate.score.hf import DTYPES, _hub_offline_error, _is_local
+
+log = logging.getLogger(__name__)
+
+_DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+
+
+@dataclass
+class HFGenerateOptions:
+    model: str  # a hub id (org/name) or a local folder
+    chat: bool = True  # format with the tokenizer's chat template and its generation prompt
+    system: str = ""  # an optional system message (chat: true only)
+    max_new_tokens: int = 512
+    temperature: float = 0.7  # 0: greedy decoding
+    top_p: float = 1.0
+    batch_size: int = 8  # prompts per generate call; halved on out-of-memory
+    dtype: str = "auto"  # auto: bfloat16 on GPU, float32 on CPU
+    device: str = "auto"  # auto: cuda if available, else cpu
+    trust_remote_code: bool = False
+    max_input_tokens: int = 4096  # longer prompts are an error, not cut
+
+    def validate(self, where: str) -> None:
+        if not self.model.strip():
+            raise ConfigError(f"{where}: key 'rewriter.model' must name a hub id or a folder")
+        if self.system and not self.chat:
+            raise ConfigError(
+                f"{where}: key 'rewriter.system' needs 'rewriter.chat: true' (a plain prompt "
+                "has no system turn); put the text in the rewrite prompt instead"
+            )
+        if self.max_new_tokens < 1:
+            raise ConfigError(f"{where}: key 'rewriter.max_new_tokens' must be >= 1")
+        if self.temperature < 0:
+            raise ConfigError(f"{where}: key 'rewriter.temperature' must be >= 0 (0: greedy)")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"{where}: key 'rewriter.top_p' must be in (0, 1]")
+        if self.batch_size < 1:
+            raise ConfigError(f"{where}: key 'rewriter.batch_size' must be >= 1")
+        if self.max_input_tokens < 1:
+            raise ConfigError(f"{where}: key 'rewriter.max_input_tokens' must be >= 1")
+        if self.dtype not in DTYPES:
+            raise ConfigError(f"{where}: key 'rewriter.dtype' must be one of {', '.join(DTYPES)}")
+        if not _DEVICE.match(self.device):
+            raise ConfigError(
+                f"{where}: key 'rewriter.device' must be auto, cpu, mps, cuda or cuda:N"
+            )
+
+
+class _SeededSampler:
+    """A logits processor that turns greedy decoding into sampling with one random stream per
+    row: temperature, top-p, then Gumbel noise (-log of Exp(1) draws) from the row's generator.
+    The argmax of the result is a sample of the warped softmax; each row draws once per step,
+    so its draws do not depend on the other rows."""
+
+    def __init__(self, seeds: list[int], temperature: float, top_p: float, device: str) -> None:
+        import torch
+        from transformers import TemperatureLogitsWarper, TopPLogitsWarper
+
+        self.generators = [torch.Generator(device=device).manual_seed(s) for s in seeds]
+        self.warpers: list[Any] = []
+        if temperature != 1.0:
+            self.warpers.append(TemperatureLogitsWarper(temperature))
+        if top_p < 1.0:
+            self.warpers.append(TopPLogitsWarper(top_p))
+
+    def __call__(self, input_ids, scores):  # (B, T) ids, (B, V) scores -> (B, V)
+        import torch
+
+        assert scores.shape[0] == len(self.generators), "one random stream per row"
+        for warp in self.warpers:
+            scores = warp(input_ids, scores)
+        exp = torch.empty(scores.shape, dtype=torch.float32, device=scores.device)
+        for row, gen in zip(exp, self.generators, strict=True):
+            row.exponential_(generator=gen)
+        return scores.float() - exp.log()  # masked (-inf) tokens stay -inf
+
+
+class HFGenerateRewriter(Rewriter):
+    """Rewrites with a local causal language model (see the module docstring)."""
+
+    name = "hf_generate"
+
+    def __init__(self, options: HFGenerateOptions, seed: int) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.options, self.seed = options, seed
+        self.batch_size = options.batch_size
+        local = _is_local(options.model)
+        source = str(Path(options.model).expanduser()) if local else options.model
+        if local and not Path(source).is_dir():
+            raise TemplateError(
+                f"rewriter model folder {source} does not exist; set the dataset template's "
+                "'rewriter.model' to a folder with the model, or to a hub id"
+            )
+        if not local and os.environ.get("HF_HUB_OFFLINE", "") in ("1", "true", "True", "YES"):
+            raise _rewriter_hub_error(options.model, None)
+        self.device = options.device
+        if self.device == "auto":
+            self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        dtype = options.dtype
+        if dtype == "auto":
+            # As for the scorers: bf16 is much slower than fp32 on the CPUs we know.
+            dtype = "bfloat16" if self.device.startswith("cuda") else "float32"
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(
+                source, trust_remote_code=options.trust_remote_code
+            )
+            self.model = AutoModelForCausalLM.from_pretrained(
+                source, dtype=getattr(torch, dtype), trust_remote_code=options.trust_remote_code
+            )
+        except OSError as err:
+            if local:
+                raise TemplateError(f"cannot load the rewriter model in {source}: {err}") from None
+            raise _rewriter_hub_error(options.model, err) from None
+        self.model.to(self.device).eval()
+        if options.chat and not getattr(self.tokenizer, "chat_template", None):
+            raise TemplateError(
+                f"{options.model}: 'rewriter.chat' is true but the tokenizer has no chat "
+                "template; use a chat (instruct) model or set 'rewriter.chat: false' to send "
+                "the rewrite prompt as plain text"
+            )
+        # Decoder-only generation pads on the left, so every prompt ends where generation starts.
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            if self.tokenizer.eos_token is None:
+                raise TemplateError(
+                    f"{options.model}: the tokenizer has neither a pad nor an eos token"
+                )
+            # Base models often ship without one; the mask makes its value moot.
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.generation_config = self._generation_config()
+
+    def _generation_config(self):
+        """Our settings over the model's own: its eos tokens (chat models often stop on an
+        end-of-turn token that is not the tokenizer's eos) and other settings are kept; its
+        sampling flags are not (we sample in :class:`_SeededSampler`)."""
+        from transformers import GenerationConfig
+
+        base = self.model.generation_config
+        eos = base.eos_token_id if base.eos_token_id is not None else self.tokenizer.eos_token_id
+        # Neutral values for the sampling flags: unset ones would be filled from the model's
+        # config (e.g. temperature 0.6) and warn, on every call, that greedy decoding ignores
+        # them.
+        return GenerationConfig(
+            max_new_tokens=self.options.max_new_tokens,
+            do_sample=False,
+            num_beams=1,
+            temperature=1.0,
+            top_p=1.0,
+            top_k=50,  # generate's own default: the one value the greedy check does not flag
+            pad_token_id=self.tokenizer.pad_token_id,
+            eos_token_id=eos,
+        )
+
+    def prompt_text(self, request: RewriteRequest) -> str:
+        """The text the model continues for this request."""
+        from jinja2 import TemplateError as JinjaError
+
+        if not self.options.chat:
+            return request.instruction
+        messages = [{"role": "user", "content": request.instruction}]
+        if self.options.system:
+            messages.insert(0, {"role": "system", "content": self.options.system})
+        try:
+            return self.tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=True
+            )
+        except JinjaError as err:  # e.g. a template that allows no system turn
+            hint = " (leave 'rewriter.system' empty)" if self.options.system else ""
+            raise TemplateError(
+                f"{self.options.model}: the chat template rejects the rewrite request "
+                f"{request.key}: {err}{hint}"
+            ) from None
+
+    def encode(self, requests: list[RewriteRequest]) -> list[list[int]]:
+        """The prompt ids of each request; all are checked against ``max_input_tokens`` before
+        anything is generated."""
+        # A chat template writes its own BOS; the tokenizer must not add a second one.
+        texts = [self.prompt_text(r) for r in requests]
+        ids = self.tokenizer(texts, add_special_tokens=not self.options.chat)["input_ids"]
+        limit = self.options.max_input_tokens
+        long = [(r.key, len(s)) for r, s in zip(requests, ids, strict=True) if len(s) > limit]
+        if long:
+            named = ", ".join(f"{k} ({n} tokens)" for k, n in long[:5])
+            more = f" and {len(long) - 5} more" if len(long) > 5 else ""
+            raise TemplateError(
+                f"{len(long)} of {len(ids)} rewrite prompts are longer than "
+                f"'rewriter.max_input_tokens' ({limit}): {named}{more}. Raise 'rewriter.max_input_tokens' (within the "
+                "model's context) or keep shorter texts; prompts are never cut"
+            )
+        return ids
+
+    def _pad(self, seqs: list[list[int]]):
+        """(input_ids, attention_mask), padded on the left."""
+        import torch
+
+        longest = max(len(s) for s in seqs)
+        pad = self.tokenizer.pad_token_id
+        rows = [[pad] * (longest - len(s)) + s for s in seqs]
+        masks = [[0] * (longest - len(s)) + [1] * len(s) for s in seqs]
+        return (
+            torch.tensor(rows, device=self.device),
+            torch.tensor(masks, device=self.device),
+        )
+
+    def _generate(self, seqs: list[list[int]], keys: list[str]) -> list[str]:
+        """The new text for one batch of prompts."""
+        import torch
+        from transformers import LogitsProcessorList
+
+        input_ids, mask = self._pad(seqs)  # (B, T)
+        processors = LogitsProcessorList()
+        if self.options.temperature > 0:
+            seeds = [stable_seed("hf_generate", self.seed, k) for k in keys]
+            processors.append(
+                _SeededSampler(seeds, self.options.temperature, self.options.top_p, self.device)
+            )
+        with torch.inference_mode():
+            out = self.model.generate(
+                input_ids=input_ids,
+                attention_mask=mask,
+                generation_config=self.generation_config,
+                logits_processor=processors,
+            )  # (B, T + new)
+        new = out[:, input_ids.shape[1] :]
+        return [t.strip() for t in self.tokenizer.batch_decode(new, skip_special_tokens=True)]
+
+    def rewrite(self, requests: list[RewriteRequest]) -> list[str]:
+        import torch
+
+        if not requests:
+            return []
+        ids = self.encode(requests)
+        # Longest first: an out-of-memory error comes at once, not after hours of short ones.
+        order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+        results: list[str | None] = [None] * len(ids)
+        bar = progress(None, f"generate ({self.options.model})", total=len(ids), unit="text")
+        try:
+            i = 0
+            while i < len(order):
+                chunk = order[i : i + self.batch_size]
+                try:
+                    texts = self._generate(
+                        [ids[j] for j in chunk], [requests[j].key for j in chunk]
+                    )
+                except torch.OutOfMemoryError:
+                    if self.batch_size == 1:
+                        raise
+                    self.batch_size = max(1, self.batch_size // 2)
+                    log.warning(
+                        "out of memory: generation batch size halved to %d", self.batch_size
+                    )
+                    if self.device.startswith("cuda"):
+                        torch.cuda.empty_cache()
+                    continue
+                for j, text in zip(chunk, texts, strict=True):
+                    results[j] = text
+                i += len(chunk)
+                bar.update(len(chunk))
+        finally:
+            bar.close()
+        done = [r for r in results if r is not None]
+        assert len(done) == len(requests), "every request has its output"
+        return done
+
+    def describe(self) -> dict:
+        o = self.options
+        return {
+            "backend": self.name,
+            "model": o.model,
+            "chat": o.chat,
+            "system": o.system,
+            "sampling": "greedy" if o.temperature == 0 else "per-request seeded (Gumbel-max)",
+            "temperature": o.temperature,
+            "top_p": o.top_p,
+            "max_new_tokens": o.max_new_tokens,
+            "max_input_tokens": o.max_input_tokens,
+            "seed": self.seed,
+            "batch_size": self.batch_size,
+            "dtype": str(self.model.dtype),
+            "device": self.device,
+        }
+
+
+def _rewriter_hub_error(model: str, err: Exception | None) -> TemplateError:
+    """The scorers' hub-offline message, pointed at the dataset template's key."""
+    message = str(_hub_offline_error(model, err))
+    return TemplateError(
+        message.replace("the scoring template's 'model'", "the dataset template's 'rewriter.model'")
+    )
+
+
+def build_hf_generate_rewriter(
+    options: HFGenerateOptions, template: Any, seed: int
+) -> HFGenerateRewriter:
+    """The registry's factory; the template is not needed (the instruction is in each
+    request)."""
+    return HFGenerateRewriter(options, seed)

@@ -12,7 +12,7 @@ PROJECT_DIR ?= $(CURDIR)/project_data
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test test-fast fixture bench lint format clean \
+.PHONY: help setup demo demo-text test test-fast fixture bench lint format clean \
 	create_dataset score_dataset treatment_effects plots smoke synthetic coverage validate
 
 help: ## list the targets
@@ -35,6 +35,9 @@ setup: $(STAMP) ## create the virtual environment and install rate with dev tool
 
 demo: $(STAMP) ## run the end-to-end demo on the tiny world (CPU, minutes)
 	$(VENV)/bin/rate demo
+
+demo-text: $(STAMP) ## the pipeline on real drug reviews, offline: rule rewrites, MiniLM and VADER
+	$(VENV)/bin/rate demo-text
 
 create_dataset: $(STAMP) ## stage 1: classify W and rewrite twice (CONFIG=experiments/config.yaml)
 	$(VENV)/bin/rate create_dataset --config $(CONFIG)

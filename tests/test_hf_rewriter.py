@@ -392,3 +392,51 @@ def test_option_errors_name_the_key(keys, key):
 def test_model_is_required():
     with pytest.raises(ConfigError, match="missing required key 'rewriter.model'"):
         from_dict(HFGenerateOptions, {}, "test.yaml", "rewriter")
+
+
+def test_create_dataset_with_a_local_model_through_a_template(llama_dir, tmp_path, monkeypatch):
+    """The hf_generate backend named in a dataset template, run by create_dataset: both passes,
+    exactly n examples, and the same file again on a rerun (greedy decoding)."""
+    import json
+
+    import yaml
+
+    from rate.config import load_config
+    from rate.io import read_json
+    from rate.rewrite.stage import create_dataset
+    from rate.store import Layout
+
+    rows = [
+        {"id": i, "text": " ".join(WORDS[i : i + 3 + i % 4]), "label": i % 2} for i in range(10)
+    ]
+    (tmp_path / "dataset_templates").mkdir()
+    (tmp_path / "reviews.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    template = {
+        "name": "local_lm",
+        "source": {"kind": "jsonl", "path": str(tmp_path / "reviews.jsonl"),
+                   "text_field": "text", "prompt": "write a review", "id_field": "id"},
+        "w_classifier": {"rule": "field_equals", "field": "label", "w1_values": [1],
+                         "w0_values": [0]},
+        "w_strings": {"w=1": "more good", "w=0": "more bad"},
+        "rewrite_prompt": "make this {w_counterfactual_string} : {original_completion}",
+        "rewriter": {"backend": "hf_generate", "model": str(llama_dir), "temperature": 0,
+                     "max_new_tokens": MAX_NEW, "batch_size": 4},
+        "n_examples": 6,
+    }  # fmt: skip
+    (tmp_path / "dataset_templates" / "local_lm.yaml").write_text(yaml.safe_dump(template))
+    monkeypatch.setenv("RATE_TEMPLATE_PATH", str(tmp_path))
+    config = load_config(
+        Path(__file__).resolve().parents[1] / "experiments" / "config.yaml",
+        ["rewrites.dataset_name=local_lm", "smoke_test=false"],
+    )
+    outs = [create_dataset(config, Layout(tmp_path / "p")) for _ in range(2)]
+    first, second = (read_json(p) for p in outs)
+    assert len(first) == 6 and first == second
+    for row in first.values():
+        assert isinstance(row["completions"]["rewrite"], str)
+        assert isinstance(row["completions"]["rewritten rewrite"], str)
+        assert row["checks"] == {"rewrite": "unchecked", "rewritten rewrite": "unchecked"} or (
+            "empty" in row["checks"].values() or "unchanged" in row["checks"].values()
+        )
+    meta = read_json(outs[0].with_name(outs[0].name + ".meta.json"))
+    assert meta["rewriter"]["backend"] == "hf_generate"

@@ -138,7 +138,7 @@ def bench_pipeline(world: Path, tmp: Path, n_effects: int = 1_000_000) -> dict:
     }
 
 
-SECTIONS = ("world", "pipeline", "scoring")
+SECTIONS = ("world", "pipeline", "scoring", "text")
 
 
 def _rounded(v):
@@ -181,6 +181,10 @@ def render(r: dict, command: str) -> str:
 
         lines += [*render_scoring(r)[:2], f"Measured {measured.get('scoring')}.", ""]
         lines += render_scoring(r)[2:]
+    if "requests_s" in r:
+        from rate.bench_text import render_text
+
+        lines += render_text(r, measured.get("text"))
     lines += [
         "Raw figures:",
         "",
@@ -296,6 +300,11 @@ def main(argv: list[str] | None = None) -> int:
 
             results.update(bench_scoring())
             measured["scoring"] = today
+        if "text" in sections:
+            from rate.bench_text import bench_text
+
+            results.update(bench_text())
+            measured["text"] = today
     command = "make bench" if args.world is None else "python -m rate.bench --world <built world>"
     atomic_write_text(args.out, render(results, command))
     print(render(results, command))

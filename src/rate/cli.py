@@ -19,12 +19,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    from rate import demo, pipeline_cli
+    from rate import demo, demo_text, pipeline_cli
     from rate.studies import cli as study_cli
     from rate.tinyrlhf import cli as tiny_cli
 
     pipeline_cli.register(sub)
     demo.register(sub)
+    demo_text.register(sub)
     study_cli.register(sub)
     tiny_cli.register(sub)
     return parser

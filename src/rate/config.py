@@ -80,6 +80,9 @@ class EffectsConfig:
     level: float = 0.95  # interval coverage
     group_by: str | None = None  # also estimate per value of this example field (e.g. family)
     drop_incomplete: bool = False  # exclude examples missing a completion or a score
+    # Keep only examples whose two rewrites passed create_dataset's checks (reached their
+    # target W, not empty, not a refusal, not unchanged); the output says how many were kept.
+    only_successful_rewrites: bool = False
 
     def validate(self, where: str) -> None:
         if self.n_bootstrap < 0:

@@ -203,17 +203,56 @@ def compute_effects(
     return result
 
 
+def successful_rewrites(rows: list[dict], source: Path) -> tuple[list[dict], dict]:
+    """The rows whose two rewrites passed create_dataset's checks, and the counts of the
+    others by the first failing label."""
+    from rate.rewrite.checks import PASSING
+
+    kept, dropped = [], {}
+    for row in rows:
+        checks = row.get("checks")
+        if not isinstance(checks, dict):
+            raise DataFileError(
+                f"{source}: example {row.get('index')} has no rewrite checks (made before they "
+                "existed, or by another pipeline); set effects.only_successful_rewrites: false"
+            )
+        failed = [lab for lab in checks.values() if lab not in PASSING]
+        if failed:
+            dropped[failed[0]] = dropped.get(failed[0], 0) + 1
+        else:
+            kept.append(row)
+    return kept, dropped
+
+
 def effects_for_rows(rows: list[dict], ec: EffectsConfig, source: Path, workers: int = 2) -> dict:
+    n_rows = len(rows)
+    checks = None
+    if ec.only_successful_rewrites:
+        rows, dropped = successful_rewrites(rows, source)
+        checks = {"kept": len(rows), "dropped": dropped}
+        log.info(
+            "only successful rewrites: kept %d of %d examples (dropped: %s)",
+            len(rows),
+            n_rows,
+            ", ".join(f"{k} {v}" for k, v in sorted(dropped.items())) or "none",
+        )
+        if len(rows) < 2:
+            raise DataFileError(
+                f"{source}: only {len(rows)} examples have rewrites that passed the checks; "
+                "look at the checks in the create_dataset metadata"
+            )
     scores, perfect, kept, excluded = extract_scores(
         rows, ec.reward_key, source, ec.drop_incomplete
     )
     result = compute_effects(scores, perfect, ec.n_bootstrap, ec.bootstrap_seed, ec.level, workers)
     result["input"] = {
         "file": str(source),
-        "n_rows": len(rows),
+        "n_rows": n_rows,
         "n_used": len(kept),
         "excluded": excluded,
     }
+    if checks is not None:
+        result["input"]["only_successful_rewrites"] = checks
     if ec.group_by:
         result["groups"] = _per_group(kept, ec, source)
     for note in result["notes"]:

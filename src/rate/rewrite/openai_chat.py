@@ -164,6 +164,9 @@ def _server_message(err: openai.APIStatusError) -> str:
     return redact(str(err.message))
 
 
+UNREACHED_TRIES = 3  # attempts for an endpoint that has never answered
+
+
 class OpenAIChatRewriter(Rewriter):
     name = "openai_chat"
 
@@ -177,6 +180,9 @@ class OpenAIChatRewriter(Rewriter):
         )
         # The resolved endpoint (base_url, OPENAI_BASE_URL or OpenAI's), for messages.
         self.endpoint = _safe_url(str(self._client.base_url).rstrip("/"))
+        # Whether the endpoint ever answered: one that never did (offline, a wrong base_url)
+        # gets a few quick retries, not the full back-off for a transient failure.
+        self._reached = False
 
     # -- one request ---------------------------------------------------------------------------
 
@@ -212,6 +218,7 @@ class OpenAIChatRewriter(Rewriter):
             try:
                 completion = self._client.chat.completions.create(**params)
             except openai.APIStatusError as err:
+                self._reached = True
                 status = err.status_code
                 if status not in _RETRY_STATUSES and status < 500:
                     raise self._status_error(err, req) from None
@@ -222,7 +229,12 @@ class OpenAIChatRewriter(Rewriter):
             except openai.APIConnectionError as err:  # includes APITimeoutError
                 failure, wait = err, self._backoff_s(attempt)
                 what = "timeout" if isinstance(err, openai.APITimeoutError) else "connection error"
+                never_reached = not self._reached and not isinstance(err, openai.APITimeoutError)
+                if never_reached and attempt + 1 >= UNREACHED_TRIES:
+                    tries = attempt + 1
+                    break
             else:
+                self._reached = True
                 return self._content(completion, req)
             if stop.is_set():
                 raise _Aborted  # another request failed for good while this one was on the wire

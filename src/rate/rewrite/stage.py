@@ -3,8 +3,9 @@
 The output is the reference pipeline's JSON: ``{index: {"w_original", "completions":
 {"original", "rewrite", "rewritten rewrite"}, "reward_question"}}``, plus our ``key`` and
 ``metadata`` per example, and ``"perfect rewrite"`` where the rewriter knows the true
-counterfactual (the tiny world). A ``.meta.json`` beside it records the template, the config,
-the W counts and the rewriter.
+counterfactual (the tiny world), and ``checks``: for each rewrite, whether it reached its
+target W (:mod:`rate.rewrite.checks`). A ``.meta.json`` beside it records the template, the
+config, the W counts, the rewriter and the check counts of each pass.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from rate.io import atomic_write_json
 from rate.progress import progress
 from rate.rewrite.backends import build_rewriter
 from rate.rewrite.base import Rewriter, RewriteRequest, checked_outputs
+from rate.rewrite.checks import label_outputs, summarize
 from rate.store import Layout, output_path, write_meta
 from rate.templates import DatasetTemplate, load_dataset_template
 
@@ -79,6 +81,30 @@ def _rewrite_all(
     return out
 
 
+def _perturb(template: DatasetTemplate, chosen, seed: int):
+    """The chosen examples with the template's perturbation applied, and how many it touched
+    (None without one)."""
+    if "perturb" not in template.parts:
+        return None
+    _, perturb = template.parts["perturb"]
+    out, touched, edits = [], 0, 0
+    for ex, w in chosen:
+        if perturb.applies(w):
+            text, n = perturb(ex.text, ex.key, seed)
+            ex = Example(ex.key, text, ex.prompt, {**ex.fields, "typos": n})
+            touched, edits = touched + 1, edits + n
+        out.append((ex, w))
+    log.info("perturbation: %d edits in %d examples", edits, touched)
+    return out, {"examples": touched, "edits": edits}
+
+
+def _check_classifier(template: DatasetTemplate):
+    """How rewrites are re-read for W: the template's check scorer, else its W rule."""
+    if "rewrite_check" in template.parts:
+        return template.parts["rewrite_check"][1].classify_texts
+    return template.parts["w_classifier"][1].classify_texts
+
+
 def build_dataset(
     template: DatasetTemplate, n: int, seed: int, world: Path, batch_size: int = 512
 ) -> tuple[dict, dict]:
@@ -87,7 +113,7 @@ def build_dataset(
     kind, source_options = template.parts["source"]
     ctx = SourceContext(world=world, seed=seed, template_path=template.path)
     source = SOURCES[kind].build(source_options, ctx)
-    _, rule = template.parts["w_classifier"]
+    rule_kind, rule = template.parts["w_classifier"]
     chunks = source.chunks()
     fitted: dict = {}
     if source.finite:
@@ -96,12 +122,21 @@ def build_dataset(
         chunks = iter([everything])
     chosen, counts = select_examples(chunks, rule, n)
     if counts["w_1"] == 0 or counts["w_0"] == 0:
-        log.warning(
-            "every example has W=%d: only %s can be estimated",
-            int(counts["w_1"] > 0),
-            "ATT" if counts["w_1"] else "ATU",
-        )
+        only = int(counts["w_1"] > 0)
+        if rule_kind != "always":
+            raise DataFileError(
+                f"{template.path}: the W rule ({rule_kind}) gives W={only} to every one of the "
+                f"{counts['drawn'] - counts['undefined_skipped']} examples with W defined, so "
+                "nothing can be compared; check w_classifier against the data (fitted: "
+                f"{fitted or 'nothing'}), or use rule: always for a dataset meant for the "
+                f"{'ATT' if only else 'ATU'} alone"
+            )
+        log.info("every example has W=%d: only the %s is estimated", only, "ATT" if only else "ATU")
+    perturbed = _perturb(template, chosen, seed)
+    if perturbed is not None:
+        chosen, counts["perturbed"] = perturbed
     rewriter = build_rewriter(template, seed)
+    classify = _check_classifier(template)
     first = [
         RewriteRequest(f"{ex.key}/rewrite", ex.text, not w, template.instruction(ex.text, not w))
         for ex, w in chosen
@@ -113,6 +148,29 @@ def build_dataset(
     ]
     rewritten = _rewrite_all(rewriter, second, batch_size, "rewrite of the rewrite (W back)")
     perfect = rewriter.counterfactual(first)
+    labels = {
+        REWRITE: label_outputs(
+            [r.text for r in first], rewrites, [r.target_w for r in first], classify
+        ),
+        REWRITTEN: label_outputs(
+            [r.text for r in second], rewritten, [r.target_w for r in second], classify
+        ),
+    }
+    checks = {name: summarize(pass_labels) for name, pass_labels in labels.items()}
+    for name, c in checks.items():
+        log.info(
+            "%s: %d ok, %d unchecked, %d missed the target, %d undefined, %d empty, %d refusals, "
+            "%d unchanged (of %d)",
+            name,
+            c["ok"],
+            c["unchecked"],
+            c["missed_target"],
+            c["undefined"],
+            c["empty"],
+            c["refusal"],
+            c["unchanged"],
+            c["n"],
+        )
 
     dataset = {}
     for i, (ex, w) in enumerate(chosen):
@@ -125,12 +183,14 @@ def build_dataset(
             "reward_question": ex.prompt,
             "key": ex.key,
             "metadata": ex.fields,
+            "checks": {name: pass_labels[i] for name, pass_labels in labels.items()},
         }
     summary = {
         "n_examples": len(dataset),
         "counts": counts,
         "w_classifier_fitted": fitted,
         "rewriter": rewriter.describe(),
+        "rewrite_checks": checks,
         "has_true_counterfactual": perfect is not None,
         "seconds": round(time.perf_counter() - t0, 2),
     }

@@ -64,13 +64,15 @@ def _is_local(model: str) -> bool:
     return Path(model).expanduser().exists() or model.startswith(("/", ".", "~"))
 
 
-def _hub_offline_error(model: str, err: Exception | None) -> TemplateError:
+def _hub_offline_error(
+    model: str, err: Exception | None, key: str = "the scoring template's 'model'"
+) -> TemplateError:
     reason = f" ({type(err).__name__})" if err is not None else ""
     return TemplateError(
         f"cannot load {model!r} from the Hugging Face Hub: the hub is unreachable or offline "
         f"(HF_HUB_OFFLINE={os.environ.get('HF_HUB_OFFLINE', '')!r}){reason}. Download the model "
-        "where the hub is reachable (`huggingface-cli download ...`) and set the scoring "
-        "template's 'model' to that local folder"
+        f"where the hub is reachable (`huggingface-cli download ...`) and set {key} to that "
+        "local folder"
     )
 
 

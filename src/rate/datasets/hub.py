@@ -1,0 +1,239 @@
+"""Datasets loaded with the ``datasets`` library: a hub id and split, or local files in the
+formats those datasets come in (JSON lines, JSON, CSV, Parquet).
+
+A record becomes one example or several through an *adapter*:
+
+- ``fields``: the completion is ``text_field``; the prompt is a fixed ``prompt`` string, which
+  may name record fields (``"{prompt}"`` for HelpSteer's prompt column);
+- ``hh_rlhf``: Anthropic HH-RLHF transcripts ("\\n\\nHuman: ... \\n\\nAssistant: ..."); the
+  completion is the last assistant turn of ``chosen``, ``rejected`` or ``both`` (two examples
+  per record, field ``chosen`` true or false); the prompt is the first human turn or the whole
+  dialogue before the last assistant turn;
+- ``eli5``: ELI5 questions and answers; the prompt is the question title, the completion its
+  highest-scored answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import string
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rate.datasets.sources import Example, SourceContext, stable_seed
+from rate.errors import ConfigError, DataFileError
+
+log = logging.getLogger(__name__)
+
+ADAPTERS = ("fields", "hh_rlhf", "eli5")
+FORMATS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
+
+
+def file_format(name: str) -> str | None:
+    """The datasets builder for a file, by extension; compressed text (.gz) is read through."""
+    stem = name[:-3] if name.endswith(".gz") else name
+    return FORMATS.get(Path(stem).suffix)
+
+
+_TURN = re.compile(r"\n\n(Human|Assistant): ")
+
+
+@dataclass
+class HFDatasetSource:
+    # A hub id (imdb, nvidia/HelpSteer, Anthropic/hh-rlhf) or a local folder laid out as the
+    # hub lays out datasets (train.jsonl, test.parquet, ...); or use data_files.
+    path: str = ""
+    name: str | None = None  # the dataset's configuration, if it has several
+    split: str = "train"
+    data_files: list[str] | None = None  # local files (relative to the template's folder)
+    revision: str | None = None
+    adapter: str = "fields"
+    # fields adapter
+    text_field: str = "text"
+    prompt: str = ""  # fixed text; {field} placeholders are filled from the record
+    id_field: str | None = None  # a stable id; default the row number
+    # hh_rlhf adapter
+    responses: str = "rejected"  # chosen, rejected or both
+    prompt_from: str = "first_turn"  # first_turn or dialogue
+    # Record fields kept for W rules and groups (default: every scalar field).
+    keep_fields: list[str] | None = None
+
+    def validate(self, where: str) -> None:
+        if bool(self.path) == bool(self.data_files):
+            raise ConfigError(f"{where}: key 'source': give exactly one of path, data_files")
+        if self.adapter not in ADAPTERS:
+            raise ConfigError(f"{where}: key 'source.adapter' must be one of {', '.join(ADAPTERS)}")
+        if self.responses not in ("chosen", "rejected", "both"):
+            raise ConfigError(f"{where}: key 'source.responses': chosen, rejected or both")
+        if self.prompt_from not in ("first_turn", "dialogue"):
+            raise ConfigError(f"{where}: key 'source.prompt_from': first_turn or dialogue")
+        for f in self.data_files or []:
+            if file_format(f) is None:
+                raise ConfigError(
+                    f"{where}: key 'source.data_files': {f}: the format is read from the "
+                    f"extension, one of {', '.join(FORMATS)} (optionally .gz)"
+                )
+        try:
+            list(string.Formatter().parse(self.prompt))
+        except ValueError as err:
+            raise ConfigError(
+                f"{where}: key 'source.prompt' is not a valid template ({err})"
+            ) from None
+
+
+def _hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "") in ("1", "true", "True", "YES") or os.environ.get(
+        "HF_DATASETS_OFFLINE", ""
+    ) in ("1", "true", "True", "YES")
+
+
+def load_records(spec: HFDatasetSource, template_path: str) -> tuple[list[dict], str]:
+    """The split's records as dicts, and a description of where they came from."""
+    import datasets
+
+    if spec.data_files:
+        base = Path(template_path).parent
+        files = [str(p if p.is_absolute() else base / p) for p in map(Path, spec.data_files)]
+        missing = [f for f in files if not Path(f).is_file()]
+        if missing:
+            raise DataFileError(f"{template_path}: key 'source.data_files': no file {missing[0]}")
+        fmt = file_format(files[0])
+        origin = ", ".join(files)
+        try:
+            ds = datasets.load_dataset(fmt, data_files={spec.split: files}, split=spec.split)
+        except Exception as err:  # the library raises many kinds for one unreadable file
+            raise DataFileError(f"{origin}: cannot read as {fmt}: {err}") from None
+    else:
+        local = Path(spec.path).expanduser()
+        if not local.is_absolute():
+            local = Path(template_path).parent / local
+        where = "local folder" if local.is_dir() else "hub"
+        path = str(local) if local.is_dir() else spec.path
+        origin = f"{path} ({where}{', ' + spec.name if spec.name else ''}, split {spec.split})"
+        if where == "hub" and _hub_offline():
+            raise DataFileError(
+                f"{template_path}: cannot load {spec.path!r} from the Hugging Face Hub: it is "
+                "offline (HF_HUB_OFFLINE). Download the split where the hub is reachable "
+                "(datasets.load_dataset(...).to_json('file.jsonl')) and set the template's "
+                "source.data_files to the file instead of source.path"
+            )
+        try:
+            splits = datasets.get_dataset_split_names(path, spec.name, revision=spec.revision)
+        except Exception as err:
+            raise DataFileError(f"{template_path}: cannot load {origin}: {err}") from None
+        if spec.split not in splits:
+            raise DataFileError(
+                f"{template_path}: key 'source.split': {path} has no split "
+                f"{spec.split!r}; it has {', '.join(splits)}"
+            )
+        ds = datasets.load_dataset(path, spec.name, split=spec.split, revision=spec.revision)
+    return [dict(r) for r in ds], origin
+
+
+def _check_columns(records: list[dict], needed: list[str], origin: str, key: str) -> None:
+    present = set(records[0]) if records else set()
+    for col in needed:
+        if col not in present:
+            raise DataFileError(
+                f"{origin}: no column {col!r} (source.{key}); the columns are "
+                f"{', '.join(sorted(present)) or 'none (the split is empty)'}"
+            )
+
+
+def _scalars(record: dict, keep: list[str] | None, drop: set[str]) -> dict[str, Any]:
+    names = keep if keep is not None else [k for k in record if k not in drop]
+    return {
+        k: record[k]
+        for k in names
+        if k in record and (record[k] is None or isinstance(record[k], (str, int, float, bool)))
+    }
+
+
+def split_transcript(text: str) -> list[tuple[str, str]]:
+    """HH-RLHF's transcript as (speaker, text) turns, in order."""
+    parts = _TURN.split(text)
+    # parts: [before, speaker, text, speaker, text, ...]
+    return [(parts[i], parts[i + 1].strip()) for i in range(1, len(parts) - 1, 2)]
+
+
+def _fields_examples(spec: HFDatasetSource, records: list[dict], origin: str) -> list[Example]:
+    placeholders = [f for _, f, _, _ in string.Formatter().parse(spec.prompt) if f]
+    _check_columns(records, [spec.text_field, *placeholders], origin, "text_field / prompt")
+    if spec.id_field:
+        _check_columns(records, [spec.id_field], origin, "id_field")
+    out = []
+    for i, r in enumerate(records):
+        text = r[spec.text_field]
+        if not isinstance(text, str):
+            raise DataFileError(
+                f"{origin}: row {i}: column {spec.text_field!r} must be text, got "
+                f"{type(text).__name__}"
+            )
+        prompt = spec.prompt.format(**{f: r[f] for f in placeholders})
+        key = str(r[spec.id_field]) if spec.id_field else f"row{i}"
+        fields = _scalars(r, spec.keep_fields, {spec.text_field})
+        out.append(Example(key, text, prompt, fields))
+    return out
+
+
+def _hh_examples(spec: HFDatasetSource, records: list[dict], origin: str) -> list[Example]:
+    which = ["chosen", "rejected"] if spec.responses == "both" else [spec.responses]
+    _check_columns(records, which, origin, "responses")
+    out = []
+    for i, r in enumerate(records):
+        for side in which:
+            turns = split_transcript(r[side])
+            if not turns or turns[-1][0] != "Assistant" or turns[0][0] != "Human":
+                raise DataFileError(
+                    f"{origin}: row {i}: {side!r} is not an HH-RLHF transcript "
+                    "('\\n\\nHuman: ...\\n\\nAssistant: ...' ending with an assistant turn)"
+                )
+            if spec.prompt_from == "first_turn":
+                prompt = turns[0][1]
+            else:
+                prompt = "".join(f"\n\n{who}: {text}" for who, text in turns[:-1]).lstrip("\n")
+            fields = {"chosen": side == "chosen", "turns": len(turns)}
+            out.append(Example(f"row{i}-{side}", turns[-1][1], prompt, fields))
+    return out
+
+
+def _eli5_examples(spec: HFDatasetSource, records: list[dict], origin: str) -> list[Example]:
+    _check_columns(records, ["title", "answers"], origin, "adapter (eli5)")
+    out = []
+    for i, r in enumerate(records):
+        answers = r["answers"]
+        texts = answers.get("text") if isinstance(answers, dict) else None
+        if not texts:
+            continue  # a question without answers gives no example
+        scores = answers.get("score") or [0] * len(texts)
+        best = int(np.argmax(scores))
+        key = str(r.get("q_id") or f"row{i}")
+        fields = {"answer_score": scores[best], "n_answers": len(texts)}
+        fields.update(_scalars(r, spec.keep_fields, {"title", "answers", "selftext"}))
+        out.append(Example(key, texts[best], r["title"], fields))
+    return out
+
+
+class HFDatasetStream:
+    finite = True
+
+    def __init__(self, spec: HFDatasetSource, ctx: SourceContext) -> None:
+        self.spec, self.ctx = spec, ctx
+
+    def chunks(self) -> Iterator[list[Example]]:
+        records, origin = load_records(self.spec, self.ctx.template_path)
+        if not records:
+            raise DataFileError(f"{origin}: the split is empty")
+        adapt = {"fields": _fields_examples, "hh_rlhf": _hh_examples, "eli5": _eli5_examples}
+        examples = adapt[self.spec.adapter](self.spec, records, origin)
+        log.info("%s: %d records -> %d examples", origin, len(records), len(examples))
+        order = np.random.default_rng(stable_seed("hf-source", self.ctx.seed)).permutation(
+            len(examples)
+        )
+        yield [examples[i] for i in order]

@@ -1,0 +1,69 @@
+"""Did each rewrite do its job? Every pass of create_dataset is checked, output by output.
+
+An output is, in this order of precedence:
+
+- ``empty``: nothing but whitespace;
+- ``refusal``: it opens like a model declining ("I'm sorry, but ...", "As an AI ...");
+- ``unchanged``: identical to its input (up to surrounding whitespace);
+- ``missed_target``: W, re-read from the output by the template's rule (or its check scorer),
+  is not the target (``undefined`` when the rule cannot tell);
+- ``ok``; or ``unchecked`` when W cannot be read off text and no check scorer is named.
+
+The effects stage can keep only the examples whose two rewrites are ``ok`` or ``unchecked``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable
+
+LABELS = ("ok", "unchecked", "empty", "refusal", "unchanged", "missed_target", "undefined")
+PASSING = ("ok", "unchecked")
+REFUSAL = re.compile(
+    r"^\W*(I'?m sorry|I am sorry|sorry, but|I apologi[sz]e|I can(?:no|')t (?:help|assist|"
+    r"comply|do that|fulfil|provide|rewrite|create)|I won'?t be able|I'm (?:not able|unable)|"
+    r"I am (?:not able|unable)|As an AI)",
+    re.IGNORECASE,
+)
+
+
+def label_outputs(
+    inputs: list[str],
+    outputs: list[str],
+    targets: list[bool],
+    classify_texts: Callable[[list[str]], list[bool | None] | None] | None,
+) -> list[str]:
+    """One label of :data:`LABELS` per output."""
+    labels: list[str | None] = []
+    for src, out in zip(inputs, outputs, strict=True):
+        if not out.strip():
+            labels.append("empty")
+        elif REFUSAL.search(out):
+            labels.append("refusal")
+        elif out.strip() == src.strip():
+            labels.append("unchanged")
+        else:
+            labels.append(None)
+    todo = [i for i, lab in enumerate(labels) if lab is None]
+    read = classify_texts([outputs[i] for i in todo]) if (todo and classify_texts) else None
+    for k, i in enumerate(todo):
+        if read is None:
+            labels[i] = "unchecked"
+        elif read[k] is None:
+            labels[i] = "undefined"
+        else:
+            labels[i] = "ok" if read[k] == targets[i] else "missed_target"
+    return [lab or "unchecked" for lab in labels]
+
+
+def summarize(labels: list[str]) -> dict:
+    """Counts per label and the share that reached the target (of those that could be read)."""
+    counts = Counter(labels)
+    checked = sum(counts[k] for k in ("ok", "missed_target", "undefined"))
+    return {
+        "n": len(labels),
+        **{k: counts.get(k, 0) for k in LABELS},
+        "reached_target": round(counts["ok"] / checked, 4) if checked else None,
+        "passing": round(sum(counts[k] for k in PASSING) / len(labels), 4) if labels else None,
+    }

@@ -1,0 +1,37 @@
+"""`rate demo-text --smoke` end to end through the real command: drug reviews, rule-based
+rewrites, MiniLM and VADER, effects and the rewrite checks."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import run_rate
+
+
+def test_demo_text_smoke(tmp_path):
+    project = tmp_path / "p"
+    out = run_rate(["demo-text", "--smoke"], project)
+    text = out.stdout
+    assert "| drugreview_sentiment (" in text and "| drugreview_length (" in text
+    assert text.count("| MiniLM sentiment |") == 2 and text.count("| VADER compound |") == 2
+    assert "Rewrite checks:" in text
+    rewrites = sorted((project / "data" / "rewrites").glob("drugreview_sentiment_*_test.json"))
+    assert len(rewrites) == 1 and rewrites[0].name.endswith("_smoke_test.json")
+    data = json.loads(rewrites[0].read_text())
+    assert len(data) == 60  # the smoke size, exactly
+    meta = json.loads(rewrites[0].with_name(rewrites[0].name + ".meta.json").read_text())
+    checks = meta["rewrite_checks"]["rewrite"]
+    # Labels in the file agree with the counts in the metadata.
+    labels = [row["checks"]["rewrite"] for row in data.values()]
+    assert labels.count("ok") == checks["ok"] and len(labels) == checks["n"] == 60
+    assert 0.5 < checks["reached_target"] < 1.0  # antonym rules miss some reviews
+    # Length rewrites reach their target by construction: every check passes.
+    length = sorted((project / "data" / "rewrites").glob("drugreview_length_*_test.json"))[0]
+    length_meta = json.loads(length.with_name(length.name + ".meta.json").read_text())
+    assert length_meta["rewrite_checks"]["rewrite"]["reached_target"] == 1.0
+    assert length_meta["w_classifier_fitted"]["threshold"] > 0  # the median, recorded
+    effects = sorted(
+        (project / "effects").glob("drugreview_sentiment_sentiment_passed_*_test.json")
+    )
+    kept = json.loads(effects[0].read_text())["input"]["only_successful_rewrites"]
+    assert kept["kept"] < 60 and sum(kept["dropped"].values()) == 60 - kept["kept"]

@@ -1,0 +1,281 @@
+"""Every reference dataset template through its real loading code, on small local files in each
+dataset's real schema (the hub cannot be reached here), rewritten by the template's own
+backend (openai_chat) against a local OpenAI-compatible server: create_dataset in smoke mode."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from openai_server import FakeOpenAIServer
+
+from rate.config import load_config
+from rate.errors import DataFileError, TemplateError
+from rate.io import read_json
+from rate.rewrite.stage import create_dataset
+from rate.store import Layout
+from rate.templates import load_dataset_template
+
+ROOT = Path(__file__).resolve().parents[1]
+N = 8  # the smoke size in these tests
+
+
+def obedient(prompt: str) -> str:
+    """A fake LLM that returns the text it was asked to adjust, marked as rewritten."""
+    return prompt.split("\n\n[Adjust")[0] + " Rewritten."
+
+
+@pytest.fixture
+def server(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-datasets")
+    with FakeOpenAIServer(model=obedient) as srv:
+        yield srv
+    assert not srv.errors
+
+
+def imdb_rows(n: int = 24) -> list[dict]:
+    rows = []
+    for i in range(n):
+        start = "An amazing" if i % 3 == 0 else "The plain"
+        body = " film, well acted." * (60 if i % 2 else 5)  # ~1,100 or ~90 characters
+        rows.append({"text": f"{start}{body} Review {i}.", "label": i % 2})
+    return rows
+
+
+def helpsteer_rows(n: int = 24) -> list[dict]:
+    return [
+        {
+            "prompt": f"Question {i}?",
+            "response": f"Answer {i}: " + "detail " * (i + 1),
+            "helpfulness": i % 5,
+            "correctness": 3,
+            "coherence": 4,
+            "complexity": (i * 2) % 5,
+            "verbosity": 2,
+        }
+        for i in range(n)
+    ]
+
+
+def hh_rows(n: int = 12) -> list[dict]:
+    def dialogue(i: int, answer: str) -> str:
+        return (
+            f"\n\nHuman: How do I do thing {i}?\n\nAssistant: Which thing?"
+            f"\n\nHuman: Thing {i}.\n\nAssistant: {answer}"
+        )
+
+    sentiments = ["I love helping, this is great!", "That is a terrible, awful idea."]
+    return [
+        {
+            "chosen": dialogue(i, f"Here is a careful answer {i}."),
+            "rejected": dialogue(i, sentiments[i % 2]),
+        }
+        for i in range(n)
+    ]
+
+
+def eli5_rows(n: int = 20) -> list[dict]:
+    return [
+        {
+            "q_id": f"q{i}",
+            "title": f"Why does thing {i} happen?",
+            "selftext": "",
+            "answers": {
+                "a_id": [f"a{i}", f"b{i}"],
+                "text": [f"Short {i}.", "Because " + "reasons " * (i + 2)],
+                "score": [1, 5],
+            },
+        }
+        for i in range(n)
+    ]
+
+
+def write_jsonl(path: Path, rows: list[dict], compress: bool = False) -> Path:
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    if compress:
+        path.write_bytes(gzip.compress(text.encode()))
+    else:
+        path.write_text(text)
+    return path
+
+
+def local_copy(name: str, tmp_path: Path, source: dict, base_url: str) -> None:
+    """The shipped template with the source pointed at local files and the rewriter at the
+    local server, found first on RATE_TEMPLATE_PATH."""
+    data = yaml.safe_load((ROOT / "dataset_templates" / f"{name}.yaml").read_text())
+    data["source"] = {k: v for k, v in data["source"].items() if k != "path"} | source
+    data["rewriter"] |= {"base_url": base_url, "retry_base_s": 0.01}
+    folder = tmp_path / "dataset_templates"
+    folder.mkdir(exist_ok=True)
+    (folder / f"{name}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def run_smoke(name: str, tmp_path: Path, monkeypatch) -> tuple[dict, dict]:
+    monkeypatch.setenv("RATE_TEMPLATE_PATH", str(tmp_path))
+    config = load_config(
+        ROOT / "experiments" / "config.yaml",
+        [f"rewrites.dataset_name={name}", "smoke_test=true", f"rewrites.smoke_n_examples={N}"],
+    )
+    out = create_dataset(config, Layout(tmp_path / "project"))
+    assert out.name.endswith("_smoke_test.json") and out.name.startswith(name)
+    return read_json(out), read_json(out.with_name(out.name + ".meta.json"))
+
+
+def files(tmp_path: Path) -> dict[str, Path]:
+    import datasets
+
+    out = {}
+    datasets.Dataset.from_list(imdb_rows()).to_parquet(str(tmp_path / "imdb_train.parquet"))
+    out["imdb"] = tmp_path / "imdb_train.parquet"
+    out["helpsteer"] = write_jsonl(tmp_path / "helpsteer_train.jsonl", helpsteer_rows())
+    out["hh"] = write_jsonl(tmp_path / "hh_train.jsonl.gz", hh_rows(), compress=True)
+    out["eli5"] = write_jsonl(tmp_path / "eli5_train.jsonl", eli5_rows())
+    return out
+
+
+CASES = {
+    "imdb_sentiment": "imdb",
+    "imdb_length": "imdb",
+    "imdb_vowels": "imdb",
+    "eli5_length": "eli5",
+    "helpsteer_complexity": "helpsteer",
+    "helpsteer_helpfulness": "helpsteer",
+    "hh_rlhf_sentiment": "hh",
+    "hh_rlhf_helpfulness": "hh",
+    "hh_rlhf_harmlessness": "hh",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_reference_template_runs_create_dataset_smoke(name, tmp_path, server, monkeypatch):
+    path = files(tmp_path)[CASES[name]]
+    local_copy(name, tmp_path, {"data_files": [str(path)]}, server.base_url)
+    data, meta = run_smoke(name, tmp_path, monkeypatch)
+    assert len(data) == N  # exactly n
+    counts = meta["counts"]
+    assert counts["w_1"] + counts["w_0"] == N
+    if name == "hh_rlhf_harmlessness":
+        assert counts["w_0"] == 0  # W=1 for all: the ATT alone
+    else:
+        assert counts["w_1"] > 0 and counts["w_0"] > 0
+    # Two paid passes, nothing more: one chat request per example per pass.
+    assert server.counts["/v1/chat/completions"] == 2 * N
+    for row in data.values():
+        c = row["completions"]
+        assert c["rewrite"] == c["original"] + " Rewritten."
+        assert c["rewritten rewrite"] == c["rewrite"] + " Rewritten."
+        assert set(row["checks"]) == {"rewrite", "rewritten rewrite"}
+    assert meta["rewriter"]["backend"] == "openai_chat"
+    assert "sk-test" not in json.dumps(meta)
+
+
+def test_length_is_the_texts_and_the_threshold_is_recorded(tmp_path, server, monkeypatch):
+    path = files(tmp_path)["imdb"]
+    local_copy("imdb_length", tmp_path, {"data_files": [str(path)]}, server.base_url)
+    data, meta = run_smoke("imdb_length", tmp_path, monkeypatch)
+    for row in data.values():
+        assert row["w_original"] == (len(row["completions"]["original"]) > 970)
+    local_copy(
+        "eli5_length", tmp_path, {"data_files": [str(files(tmp_path)["eli5"])]}, server.base_url
+    )
+    data, meta = run_smoke("eli5_length", tmp_path, monkeypatch)
+    lengths = sorted(len("Because " + "reasons " * (i + 2)) for i in range(20))
+    median = (lengths[9] + lengths[10]) / 2
+    assert meta["w_classifier_fitted"] == {"threshold": median}
+    for row in data.values():
+        assert row["completions"]["original"].startswith("Because")  # the top-scored answer
+        assert row["w_original"] == (len(row["completions"]["original"]) > median)
+
+
+def test_typos_only_on_w1_and_reproducible(tmp_path, server, monkeypatch):
+    path = files(tmp_path)["imdb"]
+    local_copy("imdb_vowels", tmp_path, {"data_files": [str(path)]}, server.base_url)
+    first, meta = run_smoke("imdb_vowels", tmp_path, monkeypatch)
+    assert meta["counts"]["perturbed"]["examples"] == meta["counts"]["w_1"]
+    typo_rows = [r for r in first.values() if r["metadata"].get("typos")]
+    assert typo_rows and all(r["w_original"] for r in typo_rows)
+    for row in first.values():
+        original = row["completions"]["original"]
+        assert row["w_original"] == (original[0] in "AEIOUaeiou")  # typos keep W
+    again, _ = run_smoke("imdb_vowels", tmp_path, monkeypatch)
+    assert [r["completions"]["original"] for r in first.values()] == [
+        r["completions"]["original"] for r in again.values()
+    ]
+
+
+def test_hh_rlhf_transcripts(tmp_path, server, monkeypatch):
+    path = files(tmp_path)["hh"]
+    local_copy("hh_rlhf_helpfulness", tmp_path, {"data_files": [str(path)]}, server.base_url)
+    data, _ = run_smoke("hh_rlhf_helpfulness", tmp_path, monkeypatch)
+    for row in data.values():
+        i = row["key"].split("-")[0].removeprefix("row")
+        assert row["reward_question"] == (
+            f"Human: How do I do thing {i}?\n\nAssistant: Which thing?\n\nHuman: Thing {i}."
+        )
+        assert row["w_original"] == row["metadata"]["chosen"]
+        if row["w_original"]:
+            assert row["completions"]["original"] == f"Here is a careful answer {i}."
+
+
+def test_hub_id_offline_fails_fast_with_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    config = load_config(
+        ROOT / "experiments" / "config.yaml",
+        ["rewrites.dataset_name=imdb_sentiment", "smoke_test=true"],
+    )
+    start = time.perf_counter()
+    with pytest.raises(DataFileError, match="offline.*source.data_files"):
+        create_dataset(config, Layout(tmp_path / "project"))
+    assert time.perf_counter() - start < 10
+    assert not (tmp_path / "project" / "data" / "rewrites").exists() or not list(
+        (tmp_path / "project" / "data" / "rewrites").iterdir()
+    )
+
+
+def test_unknown_split_and_column_list_what_is_there(tmp_path, server, monkeypatch):
+    folder = tmp_path / "imdb_local"
+    folder.mkdir()
+    write_jsonl(folder / "train.jsonl", imdb_rows())
+    write_jsonl(folder / "test.jsonl", imdb_rows(6))
+    local_copy(
+        "imdb_sentiment", tmp_path, {"path": str(folder), "split": "validation"}, server.base_url
+    )
+    with pytest.raises(DataFileError, match="has no split 'validation'; it has train, test"):
+        run_smoke("imdb_sentiment", tmp_path, monkeypatch)
+    local_copy(
+        "imdb_sentiment",
+        tmp_path,
+        {"path": str(folder), "split": "train", "text_field": "review"},
+        server.base_url,
+    )
+    with pytest.raises(DataFileError, match="no column 'review'.*the columns are label, text"):
+        run_smoke("imdb_sentiment", tmp_path, monkeypatch)
+    assert server.counts["/v1/chat/completions"] == 0  # nothing paid for
+
+
+def test_a_w_rule_that_leaves_one_class_empty(tmp_path, server, monkeypatch):
+    rows = [dict(r, label=1) for r in imdb_rows()]
+    path = write_jsonl(tmp_path / "all_positive.jsonl", rows)
+    local_copy("imdb_sentiment", tmp_path, {"data_files": [str(path)]}, server.base_url)
+    with pytest.raises(DataFileError, match="gives W=1 to every one of the 24 examples"):
+        run_smoke("imdb_sentiment", tmp_path, monkeypatch)
+    assert server.counts["/v1/chat/completions"] == 0
+
+
+def test_bad_source_options_are_template_errors(tmp_path, monkeypatch):
+    monkeypatch.setenv("RATE_TEMPLATE_PATH", str(tmp_path))
+    data = yaml.safe_load((ROOT / "dataset_templates" / "imdb_sentiment.yaml").read_text())
+    (tmp_path / "dataset_templates").mkdir()
+    target = tmp_path / "dataset_templates" / "imdb_sentiment.yaml"
+    data["source"]["data_files"] = ["x.txt"]
+    target.write_text(yaml.safe_dump(data))
+    with pytest.raises(TemplateError, match="exactly one of path, data_files"):
+        load_dataset_template("imdb_sentiment")
+    del data["source"]["path"]
+    target.write_text(yaml.safe_dump(data))
+    with pytest.raises(TemplateError, match="x.txt: the format is read from the extension"):
+        load_dataset_template("imdb_sentiment")

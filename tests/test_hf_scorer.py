@@ -516,3 +516,24 @@ def test_classifier_scoring_killed_resumes_to_the_same_file(tmp_path, templates)
     assert metas[0]["resumed_examples"] >= 40 and metas[0]["resumed_examples"] % 2 == 0
     # Texts of 14 words get [CLS] + 14 tokens > 10; the count is the whole file's in both.
     assert metas[0]["truncated_texts"] == metas[1]["truncated_texts"] > 0
+
+
+def test_truncation_keeps_the_special_tokens(tmp_path, templates):
+    """A cut text keeps [CLS] ... [SEP] (encoders read [CLS]); a chat-formatted one keeps its
+    BOS, and with truncation: left the end of the response, where a decoder reads the score."""
+    db = distilbert(tmp_path / "db")
+    long_text = " ".join(WORDS) + " " + " ".join(WORDS)  # 32 words
+    for side in ("right", "left"):
+        templates(f"cut_{side}", model=str(db), max_length=8, truncation=side)
+        scorer = build_scorer(load_scoring_template(f"cut_{side}"), tmp_path)
+        ids = scorer._encode([long_text])[0]
+        tokens = scorer.tokenizer.convert_ids_to_tokens(ids)
+        assert len(ids) == 8 and tokens[0] == "[CLS]"
+        assert tokens[1:] == (WORDS[:7] if side == "right" else WORDS[-7:])
+    folder = llama(tmp_path / "llama")
+    templates("chat_left", model=str(folder), chat=True, max_length=8, truncation="left")
+    scorer = build_scorer(load_scoring_template("chat_left"), tmp_path)
+    text = scorer._texts(["the plot"], ["good film very long"])[0]  # 11 tokens
+    tokens = scorer.tokenizer.convert_ids_to_tokens(scorer._encode([text])[0])
+    assert tokens == ["<s>", "<|end|>", "<|assistant|>", "good", "film", "very", "long", "<|end|>"]
+    assert scorer.truncated == 1

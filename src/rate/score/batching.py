@@ -5,7 +5,8 @@ and not the call's: on real text the padding of unsorted batches can cost more t
 saves. Padding follows the model's side with an attention mask (and mask-derived positions
 under left padding), so a text's score does not depend on its batch. An out-of-memory error
 halves the batch and goes on; the smaller batch is kept for later calls. Texts longer than the
-model's limit are truncated by a stated policy and counted.
+model's limit are truncated by a stated policy (:meth:`TokenBatchScorer._tokenize`) and
+counted.
 """
 
 from __future__ import annotations
@@ -35,16 +36,40 @@ class TokenBatchScorer(Scorer):
     def _takes_position_ids(self) -> bool:
         return "position_ids" in inspect.signature(self.model.forward).parameters
 
-    def _cut(self, seqs: list[list[int]]) -> list[list[int]]:
-        """Sequences cut to ``max_length`` by the truncation policy; cuts are counted."""
-        out = []
-        limit = self.max_length
-        for seq in seqs:
-            if len(seq) > limit:
-                self.truncated += 1
-                seq = seq[:limit] if self.truncation == "right" else seq[-limit:]
-            out.append(seq)
-        return out
+    def _tokenize(
+        self, texts: list[str], pairs: list[str] | None = None, special: bool = True
+    ) -> list[list[int]]:
+        """Token ids of ``texts`` (after ``pairs``, as text pairs), cut to ``max_length``;
+        cuts are counted.
+
+        With the tokenizer's special tokens, the tokenizer cuts the text by its truncation side
+        and keeps the special tokens ([CLS] ... [SEP]; a pair loses tokens from the longer
+        text first). Without them (chat-formatted text, whose template wrote its own), the cut
+        keeps the first token (the BOS) and the start (``right``) or the end (``left``) of the
+        rest.
+        """
+        args = (texts,) if pairs is None else (pairs, texts)
+        ids = self.tokenizer(*args, add_special_tokens=special, truncation=False)["input_ids"]
+        over = [i for i, seq in enumerate(ids) if len(seq) > self.max_length]
+        self.truncated += len(over)
+        if not over:
+            return ids
+        if special:
+            self.tokenizer.truncation_side = self.truncation
+            picked = [[a[i] for i in over] for a in args]
+            cut = self.tokenizer(
+                *picked, add_special_tokens=True, truncation=True, max_length=self.max_length
+            )["input_ids"]
+            for i, seq in zip(over, cut, strict=True):
+                ids[i] = seq
+        else:
+            keep = self.max_length - 1
+            for i in over:
+                seq = ids[i]
+                ids[i] = seq[:1] + (
+                    seq[1 : 1 + keep] if self.truncation == "right" else seq[-keep:]
+                )
+        return ids
 
     def encode_pairs(self, prompts: list[str], responses: list[str]) -> list[list[int]]:
         """The token ids the model reads for each (prompt, response), already cut."""

@@ -6,7 +6,8 @@ come back in the caller's order. The score is one column of the model's ``logits
 another output (``output: score`` for ArmoRM's custom code). With ``chat: true`` the
 (prompt, response) pair is formatted by the tokenizer's chat template as a user turn and an
 assistant turn, and the template's own BOS is not doubled by the tokenizer. Texts longer than
-``max_length`` are truncated from the left or the right (``truncation``) and counted.
+``max_length`` are cut at the end (``truncation: right``) or the start (``left``), keeping the
+special tokens (the BOS of chat-formatted text), and counted.
 Loading by hub id when the hub cannot be reached fails at once with what to do.
 """
 
@@ -147,12 +148,10 @@ class HFClassifierScorer(TokenBatchScorer):
 
     def _encode(self, texts: list[str], prompts: list[str] | None = None) -> list[list[int]]:
         # A chat template writes its own BOS; the tokenizer must not add a second one.
-        special = not self.options.chat
-        if prompts is not None and self.options.input == "pair" and not self.options.chat:
-            enc = self.tokenizer(prompts, texts, add_special_tokens=special, truncation=False)
-        else:
-            enc = self.tokenizer(texts, add_special_tokens=special, truncation=False)
-        return self._cut(enc["input_ids"])
+        if self.options.chat:
+            return self._tokenize(texts, special=False)
+        pairs = prompts if (prompts is not None and self.options.input == "pair") else None
+        return self._tokenize(texts, pairs)
 
     def encode_pairs(self, prompts: list[str], responses: list[str]) -> list[list[int]]:
         return self._encode(self._texts(prompts, responses), prompts)

@@ -25,7 +25,7 @@ from rate.score.batching import TokenBatchScorer
 
 log = logging.getLogger(__name__)
 
-HEAD_VERSION = 1  # bump when the fit changes, so old cached heads are not reused
+HEAD_VERSION = 2  # bump when the fit or its inputs change, so old cached heads are not reused
 
 
 @dataclass
@@ -114,7 +114,7 @@ class MiniLMSentimentScorer(TokenBatchScorer):
         texts = responses
         if self.options.input == "concat":
             texts = [f"{p}{r}" for p, r in zip(prompts, responses, strict=True)]
-        return self._cut(self.tokenizer(texts, truncation=False)["input_ids"])
+        return self._tokenize(texts)
 
     def _embed_batch(self, input_ids, attention_mask, kwargs: dict):
         import torch

@@ -18,7 +18,8 @@ Keys every route understands: ``delay_s`` (sleep, then go on), ``drop`` (close t
 without a response), ``status`` (an OpenAI-style error body with that status; ``retry_after``
 adds the header, ``message`` sets the text), ``body`` (answer 200 with this JSON instead).
 The chat route also reads ``content`` (may be None), ``refusal``, ``finish_reason`` and
-``choices`` (e.g. ``[]``). New endpoints (Files, Batches ...) are added with :meth:`route`;
+``choices`` (e.g. ``[]``). New endpoints (Files, Batches ...) are added with :meth:`route`
+(or :meth:`route_prefix`, for paths with ids in them);
 a handler gets the :class:`ReceivedRequest` (with the fault it drew) and returns a
 :class:`Reply`.
 
@@ -77,6 +78,9 @@ class Reply:
     status: int = 200
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
+    # When set, sent as it is instead of ``body`` as JSON (file contents such as JSONL).
+    raw: bytes | None = None
+    content_type: str = "application/json"
 
 
 Handler = Callable[[ReceivedRequest], Reply]
@@ -128,6 +132,8 @@ class FakeOpenAIServer:
         # When set, requests without this bearer token get a 401 like OpenAI's.
         self._expected_sha256 = _digest(expected_key) if expected_key is not None else None
         self.routes: dict[tuple[str, str], Handler] = {}
+        # (method, path prefix) -> handler, for paths with ids in them; exact routes win.
+        self.prefix_routes: dict[tuple[str, str], Handler] = {}
         self.counts: Counter[str] = Counter()  # calls per path, faulted ones included
         self.max_in_flight = 0
         self.errors: list[str] = []  # exceptions raised by route handlers (server bugs)
@@ -152,6 +158,12 @@ class FakeOpenAIServer:
     def route(self, method: str, path: str, handler: Handler) -> None:
         """Serve ``method path`` with ``handler`` (replacing any handler there)."""
         self.routes[(method.upper(), path)] = handler
+
+    def route_prefix(self, method: str, prefix: str, handler: Handler) -> None:
+        """Serve every ``method`` request whose path starts with ``prefix`` (such as
+        ``/v1/files/`` for ``/v1/files/{id}``) with ``handler``; the longest prefix wins, and an
+        exact :meth:`route` wins over any prefix."""
+        self.prefix_routes[(method.upper(), prefix)] = handler
 
     def add_faults(self, *faults: dict[str, Any], path: str = CHAT_PATH) -> None:
         """Queue faults for the next requests to ``path``, one per request."""
@@ -283,14 +295,20 @@ class FakeOpenAIServer:
             return Reply(200, fault["body"])
         handler = self.routes.get((req.method, req.path))
         if handler is None:
+            prefixes = [
+                p for (m, p) in self.prefix_routes if m == req.method and req.path.startswith(p)
+            ]
+            if prefixes:
+                handler = self.prefix_routes[(req.method, max(prefixes, key=len))]
+        if handler is None:
             return error_reply(404, f"Unknown request URL: {req.method} {req.path}")
         return handler(req)
 
     @staticmethod
     def _send(h: BaseHTTPRequestHandler, reply: Reply) -> None:
-        payload = json.dumps(reply.body).encode()
+        payload = reply.raw if reply.raw is not None else json.dumps(reply.body).encode()
         h.send_response(reply.status)
-        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Type", reply.content_type)
         h.send_header("Content-Length", str(len(payload)))
         for name, value in reply.headers.items():
             h.send_header(name, value)

@@ -1,6 +1,7 @@
 """Every reference dataset template through its real loading code, on small local files in each
 dataset's real schema (the hub cannot be reached here), rewritten by the template's own
-backend (openai_chat) against a local OpenAI-compatible server: create_dataset in smoke mode."""
+backend (the Batch API) against a local OpenAI-compatible server: create_dataset in smoke
+mode."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from openai_server import FakeOpenAIServer
+from batch_server import FakeBatchServer
 
 from rate.config import load_config
 from rate.errors import DataFileError, TemplateError
@@ -32,7 +33,7 @@ def obedient(prompt: str) -> str:
 @pytest.fixture
 def server(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-datasets")
-    with FakeOpenAIServer(model=obedient) as srv:
+    with FakeBatchServer(model=obedient) as srv:
         yield srv
     assert not srv.errors
 
@@ -108,7 +109,12 @@ def local_copy(name: str, tmp_path: Path, source: dict, base_url: str) -> None:
     local server, found first on RATE_TEMPLATE_PATH."""
     data = yaml.safe_load((ROOT / "dataset_templates" / f"{name}.yaml").read_text())
     data["source"] = {k: v for k, v in data["source"].items() if k != "path"} | source
-    data["rewriter"] |= {"base_url": base_url, "retry_base_s": 0.01}
+    data["rewriter"] |= {
+        "base_url": base_url,
+        "retry_base_s": 0.001,
+        "poll_initial_s": 0.001,
+        "poll_max_s": 0.005,
+    }
     folder = tmp_path / "dataset_templates"
     folder.mkdir(exist_ok=True)
     (folder / f"{name}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
@@ -116,6 +122,7 @@ def local_copy(name: str, tmp_path: Path, source: dict, base_url: str) -> None:
 
 def run_smoke(name: str, tmp_path: Path, monkeypatch) -> tuple[dict, dict]:
     monkeypatch.setenv("RATE_TEMPLATE_PATH", str(tmp_path))
+    monkeypatch.setenv("PROJECT_DIR", str(tmp_path / "project"))  # the batch work dir
     config = load_config(
         ROOT / "experiments" / "config.yaml",
         [f"rewrites.dataset_name={name}", "smoke_test=true", f"rewrites.smoke_n_examples={N}"],
@@ -162,14 +169,18 @@ def test_reference_template_runs_create_dataset_smoke(name, tmp_path, server, mo
         assert counts["w_0"] == 0  # W=1 for all: the ATT alone
     else:
         assert counts["w_1"] > 0 and counts["w_0"] > 0
-    # Two paid passes, nothing more: one chat request per example per pass.
-    assert server.counts["/v1/chat/completions"] == 2 * N
+    # Two paid passes, nothing more: each distinct request paid once (identical requests, such
+    # as duplicate texts in HH-RLHF, share one answer).
+    distinct = {(r["completions"]["original"], r["w_original"]) for r in data.values()} | {
+        (r["completions"]["rewrite"], not r["w_original"]) for r in data.values()
+    }
+    assert sum(server.paid.values()) == len(distinct) and not server.twice_paid()
     for row in data.values():
         c = row["completions"]
         assert c["rewrite"] == c["original"] + " Rewritten."
         assert c["rewritten rewrite"] == c["rewrite"] + " Rewritten."
         assert set(row["checks"]) == {"rewrite", "rewritten rewrite"}
-    assert meta["rewriter"]["backend"] == "openai_chat"
+    assert meta["rewriter"]["backend"] == "openai_batch"
     assert "sk-test" not in json.dumps(meta)
 
 
@@ -254,7 +265,7 @@ def test_unknown_split_and_column_list_what_is_there(tmp_path, server, monkeypat
     )
     with pytest.raises(DataFileError, match="no column 'review'.*the columns are label, text"):
         run_smoke("imdb_sentiment", tmp_path, monkeypatch)
-    assert server.counts["/v1/chat/completions"] == 0  # nothing paid for
+    assert server.api_calls() == 0  # nothing paid for
 
 
 def test_a_w_rule_that_leaves_one_class_empty(tmp_path, server, monkeypatch):
@@ -263,7 +274,7 @@ def test_a_w_rule_that_leaves_one_class_empty(tmp_path, server, monkeypatch):
     local_copy("imdb_sentiment", tmp_path, {"data_files": [str(path)]}, server.base_url)
     with pytest.raises(DataFileError, match="gives W=1 to every one of the 24 examples"):
         run_smoke("imdb_sentiment", tmp_path, monkeypatch)
-    assert server.counts["/v1/chat/completions"] == 0
+    assert server.api_calls() == 0
 
 
 def test_bad_source_options_are_template_errors(tmp_path, monkeypatch):

@@ -138,7 +138,7 @@ def bench_pipeline(world: Path, tmp: Path, n_effects: int = 1_000_000) -> dict:
     }
 
 
-SECTIONS = ("world", "pipeline", "scoring", "text")
+SECTIONS = ("world", "pipeline", "scoring", "text", "batch")
 
 
 def _rounded(v):
@@ -185,6 +185,10 @@ def render(r: dict, command: str) -> str:
         from rate.bench_text import render_text
 
         lines += render_text(r, measured.get("text"))
+    if "batch_prepare_s" in r:
+        from rate.bench_batch import render_batch
+
+        lines += render_batch(r, measured.get("batch"))
     lines += [
         "Raw figures:",
         "",
@@ -305,6 +309,11 @@ def main(argv: list[str] | None = None) -> int:
 
             results.update(bench_text())
             measured["text"] = today
+        if "batch" in sections:
+            from rate.bench_batch import bench_batch
+
+            results.update(bench_batch())
+            measured["batch"] = today
     command = "make bench" if args.world is None else "python -m rate.bench --world <built world>"
     atomic_write_text(args.out, render(results, command))
     print(render(results, command))

@@ -30,8 +30,19 @@ class RewritesConfig:
     smoke_n_examples: int = 60  # in smoke runs (both W values are always present)
     seed: int = 0  # sampling, subsampling and the rewriter's randomness
     batch_size: int = 512  # texts per rewriter call
+    # Write the rewrite requests and a token and cost estimate, then stop (no rewriting).
+    dry_run: bool = False
+    # Synchronous list prices per model, USD per million tokens, for the dry run's estimate:
+    # {model: {input_per_1m: .., output_per_1m: ..}} (the Batch API's discount is applied).
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def validate(self, where: str) -> None:
+        for model, price in self.prices.items():
+            if set(price) != {"input_per_1m", "output_per_1m"} or min(price.values()) < 0:
+                raise ConfigError(
+                    f"{where}: rewrites.prices.{model} needs input_per_1m and output_per_1m "
+                    "(USD per million tokens, >= 0)"
+                )
         if self.n_examples is not None and self.n_examples < 2:
             raise ConfigError(f"{where}: rewrites.n_examples must be >= 2 (one per W value)")
         if self.smoke_n_examples < 2:

@@ -38,6 +38,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     ):
         p = sub.add_parser(name, help=help_)
         _config_args(p)
+        if name == "create_dataset":
+            p.add_argument(
+                "--dry-run",
+                action="store_true",
+                help="write the request files and a token and cost estimate, then stop",
+            )
         p.set_defaults(func=func)
     p = sub.add_parser("validate", help="check every template (and a config, if given)")
     p.add_argument("--config", type=Path, help="also validate this experiment config")
@@ -60,6 +66,8 @@ def _start(args: argparse.Namespace, stage: str) -> tuple[Config, Layout]:
 def cmd_create_dataset(args: argparse.Namespace) -> int:
     from rate.rewrite.stage import create_dataset
 
+    if args.dry_run:
+        args.overrides = [*args.overrides, "rewrites.dry_run=true"]
     print(create_dataset(*_start(args, "create_dataset")))
     return 0
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rate.rewrite.batch import OpenAIBatchOptions, build_openai_batch_rewriter
 from rate.rewrite.hf_generate import HFGenerateOptions, build_hf_generate_rewriter
 from rate.rewrite.openai_chat import OpenAIChatOptions, build_openai_chat_rewriter
 from rate.rewrite.rules_en import RulesEnOptions, build_rules_en_rewriter
@@ -21,6 +22,11 @@ REWRITERS = {
         OpenAIChatOptions,
         build_openai_chat_rewriter,
         "an OpenAI-compatible chat endpoint (OpenAI, or a local server), synchronous",
+    ),
+    "openai_batch": Kind(
+        OpenAIBatchOptions,
+        build_openai_batch_rewriter,
+        "the OpenAI Batch API: resumable, cached, never pays twice (half the price, hours)",
     ),
     "rules_en": Kind(
         RulesEnOptions,

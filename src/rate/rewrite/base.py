@@ -20,6 +20,9 @@ class Rewriter(ABC):
     """A rewriting backend. Outputs come back in the order of the requests."""
 
     name: str = "rewriter"
+    # The Batch API wants a whole pass in one call (one set of batches, one wait); others take
+    # the stage's batches of rewrites.batch_size.
+    whole_pass: bool = False
 
     @abstractmethod
     def rewrite(self, requests: list[RewriteRequest]) -> list[str]:

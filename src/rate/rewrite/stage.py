@@ -17,7 +17,7 @@ from pathlib import Path
 from rate.config import Config, config_record
 from rate.datafiles import ORIGINAL, PERFECT, REWRITE, REWRITTEN
 from rate.datasets.sources import SOURCES, Example, SourceContext
-from rate.errors import DataFileError
+from rate.errors import ConfigError, DataFileError
 from rate.io import atomic_write_json
 from rate.progress import progress
 from rate.rewrite.backends import build_rewriter
@@ -74,6 +74,8 @@ def select_examples(
 def _rewrite_all(
     rewriter: Rewriter, requests: list[RewriteRequest], batch: int, desc: str
 ) -> list[str]:
+    if rewriter.whole_pass:
+        batch = max(1, len(requests))
     out: list[str] = []
     for i in progress(range(0, len(requests), batch), desc, total=-(-len(requests) // batch)):
         part = requests[i : i + batch]
@@ -105,11 +107,11 @@ def _check_classifier(template: DatasetTemplate):
     return template.parts["w_classifier"][1].classify_texts
 
 
-def build_dataset(
-    template: DatasetTemplate, n: int, seed: int, world: Path, batch_size: int = 512
-) -> tuple[dict, dict]:
-    """The rewritten dataset (reference JSON layout) and a summary for the metadata."""
-    t0 = time.perf_counter()
+def choose_examples(
+    template: DatasetTemplate, n: int, seed: int, world: Path
+) -> tuple[list[tuple[Example, bool]], dict, dict]:
+    """Exactly ``n`` examples with W, perturbed if the template says so. -> (examples with W,
+    counts, what the W rule fitted)"""
     kind, source_options = template.parts["source"]
     ctx = SourceContext(world=world, seed=seed, template_path=template.path)
     source = SOURCES[kind].build(source_options, ctx)
@@ -135,12 +137,26 @@ def build_dataset(
     perturbed = _perturb(template, chosen, seed)
     if perturbed is not None:
         chosen, counts["perturbed"] = perturbed
-    rewriter = build_rewriter(template, seed)
-    classify = _check_classifier(template)
-    first = [
+    return chosen, counts, fitted
+
+
+def first_requests(template: DatasetTemplate, chosen) -> list[RewriteRequest]:
+    """The first pass: each original toward the opposite W."""
+    return [
         RewriteRequest(f"{ex.key}/rewrite", ex.text, not w, template.instruction(ex.text, not w))
         for ex, w in chosen
     ]
+
+
+def build_dataset(
+    template: DatasetTemplate, n: int, seed: int, world: Path, batch_size: int = 512
+) -> tuple[dict, dict]:
+    """The rewritten dataset (reference JSON layout) and a summary for the metadata."""
+    t0 = time.perf_counter()
+    chosen, counts, fitted = choose_examples(template, n, seed, world)
+    rewriter = build_rewriter(template, seed)
+    classify = _check_classifier(template)
+    first = first_requests(template, chosen)
     rewrites = _rewrite_all(rewriter, first, batch_size, "rewrite (W flipped)")
     second = [
         RewriteRequest(f"{ex.key}/rewritten_rewrite", r, w, template.instruction(r, w))
@@ -197,15 +213,68 @@ def build_dataset(
     return dataset, summary
 
 
+def _size(config: Config, template: DatasetTemplate) -> int:
+    if config.smoke_test:
+        return config.rewrites.smoke_n_examples
+    return config.rewrites.n_examples or template.n_examples
+
+
+def plan_dataset(config: Config, layout: Layout) -> Path:
+    """The dry run: choose the examples, write the first pass's request files with the
+    backend's estimate of tokens and cost, and stop. -> the written estimate"""
+    template = load_dataset_template(config.rewrites.dataset_name)
+    n = _size(config, template)
+    chosen, counts, fitted = choose_examples(template, n, config.rewrites.seed, config.world_dir())
+    rewriter = build_rewriter(template, config.rewrites.seed)
+    plan = getattr(rewriter, "plan", None)
+    if plan is None:
+        raise ConfigError(
+            f"{template.path}: a dry run estimates what API rewriting costs; the "
+            f"{rewriter.name!r} rewriter sends no paid requests (use rewriter.backend: "
+            "openai_batch to plan a Batch API run)"
+        )
+    first = plan(first_requests(template, chosen), config.rewrites.prices)
+    both = {
+        key: (2 * first[key] if isinstance(first.get(key), (int, float)) else None)
+        for key in ("requests", "input_tokens", "output_tokens_estimate", "cost_usd")
+    }
+    estimate = {
+        "template": template.name,
+        "n_examples": n,
+        "counts": counts,
+        "w_classifier_fitted": fitted,
+        "first_pass": first,
+        "both_passes": both,
+        "note": (
+            "the second pass rewrites the first pass's outputs, which do not exist yet; it is "
+            "estimated as the first pass again"
+        ),
+    }
+    out = output_path(
+        layout.root / "data" / "batch_api", f"{template.name}_dry_run", ".json", config.smoke_test
+    )
+    atomic_write_json(out, estimate)
+    cost = both["cost_usd"]
+    log.info(
+        "dry run: %d requests in %d file(s) for the first pass, about %s input tokens; both "
+        "passes about %s (estimate in %s; request files under %s)",
+        first["requests"],
+        first["files"],
+        f"{first['input_tokens']:,}",
+        "an unknown cost (no price for the model)" if cost is None else f"${cost:,.2f}",
+        out,
+        first.get("run_dir"),
+    )
+    return out
+
+
 def create_dataset(config: Config, layout: Layout) -> Path:
-    """Run stage 1 with ``config``; -> the written dataset file."""
+    """Run stage 1 with ``config``; -> the written dataset file (the estimate in a dry run)."""
+    if config.rewrites.dry_run:
+        return plan_dataset(config, layout)
     template = load_dataset_template(config.rewrites.dataset_name)
     smoke = config.smoke_test
-    n = (
-        config.rewrites.smoke_n_examples
-        if smoke
-        else (config.rewrites.n_examples or template.n_examples)
-    )
+    n = _size(config, template)
     log.info(
         "create_dataset: %s, %d examples%s", template.name, n, " (smoke test)" if smoke else ""
     )

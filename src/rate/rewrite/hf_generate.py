@@ -33,17 +33,15 @@ torch/transformers version gives other outputs.
 from __future__ import annotations
 
 import logging
-import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from rate.datasets.sources import stable_seed
 from rate.errors import ConfigError, TemplateError
+from rate.hfload import DTYPES, load_pretrained
 from rate.progress import progress
 from rate.rewrite.base import Rewriter, RewriteRequest
-from rate.score.hf import DTYPES, _hub_offline_error, _is_local
 
 log = logging.getLogger(__name__)
 
@@ -125,39 +123,18 @@ class HFGenerateRewriter(Rewriter):
     name = "hf_generate"
 
     def __init__(self, options: HFGenerateOptions, seed: int) -> None:
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM
 
         self.options, self.seed = options, seed
         self.batch_size = options.batch_size
-        local = _is_local(options.model)
-        source = str(Path(options.model).expanduser()) if local else options.model
-        if local and not Path(source).is_dir():
-            raise TemplateError(
-                f"rewriter model folder {source} does not exist; set the dataset template's "
-                "'rewriter.model' to a folder with the model, or to a hub id"
-            )
-        if not local and os.environ.get("HF_HUB_OFFLINE", "") in ("1", "true", "True", "YES"):
-            raise _rewriter_hub_error(options.model, None)
-        self.device = options.device
-        if self.device == "auto":
-            self.device = "cuda" if torch.cuda.is_available() else "cpu"
-        dtype = options.dtype
-        if dtype == "auto":
-            # As for the scorers: bf16 is much slower than fp32 on the CPUs we know.
-            dtype = "bfloat16" if self.device.startswith("cuda") else "float32"
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(
-                source, trust_remote_code=options.trust_remote_code
-            )
-            self.model = AutoModelForCausalLM.from_pretrained(
-                source, dtype=getattr(torch, dtype), trust_remote_code=options.trust_remote_code
-            )
-        except OSError as err:
-            if local:
-                raise TemplateError(f"cannot load the rewriter model in {source}: {err}") from None
-            raise _rewriter_hub_error(options.model, err) from None
-        self.model.to(self.device).eval()
+        self.tokenizer, self.model, self.device = load_pretrained(
+            AutoModelForCausalLM,
+            options.model,
+            "the dataset template's 'rewriter.model'",
+            options.device,
+            options.dtype,
+            options.trust_remote_code,
+        )
         if options.chat and not getattr(self.tokenizer, "chat_template", None):
             raise TemplateError(
                 f"{options.model}: 'rewriter.chat' is true but the tokenizer has no chat "
@@ -325,11 +302,6 @@ class HFGenerateRewriter(Rewriter):
             "dtype": str(self.model.dtype),
             "device": self.device,
         }
-
-
-def _rewriter_hub_error(model: str, err: Exception | None) -> TemplateError:
-    """The scorers' hub-offline message, pointed at the dataset template's key."""
-    return _hub_offline_error(model, err, "the dataset template's 'rewriter.model'")
 
 
 def build_hf_generate_rewriter(

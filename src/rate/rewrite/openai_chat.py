@@ -77,30 +77,7 @@ class OpenAIChatOptions:
     retry_base_s: float = 1.0  # back-off: retry_base_s * 2**attempt * uniform(0.5, 1.5)
 
     def validate(self, where: str) -> None:
-        def bad(key: str, what: str) -> ConfigError:
-            return ConfigError(f"{where}: key 'rewriter.{key}' {what}")
-
-        if not self.model.strip():
-            raise bad("model", "must name a model, e.g. gpt-4o-mini")
-        if self.base_url and not self.base_url.startswith(("http://", "https://")):
-            raise bad(
-                "base_url",
-                "must be an http(s) URL such as http://127.0.0.1:8000/v1, or empty for the "
-                "SDK default",
-            )
-        if not _ENV_NAME.fullmatch(self.api_key_env):
-            # Never echo the value: a user may have pasted the key itself here.
-            raise bad(
-                "api_key_env",
-                "must be the NAME of an environment variable (like OPENAI_API_KEY), not the key; "
-                "put the key itself in .env",
-            )
-        if not 0 <= self.temperature <= 2:
-            raise bad("temperature", f"must be between 0 and 2, got {self.temperature}")
-        if self.max_tokens < 1:
-            raise bad("max_tokens", f"must be >= 1, got {self.max_tokens}")
-        if self.top_p is not None and not 0 < self.top_p <= 1:
-            raise bad("top_p", f"must be in (0, 1] or null, got {self.top_p}")
+        bad = check_request_options(self, where)
         if not 1 <= self.concurrency <= 256:
             raise bad("concurrency", f"must be between 1 and 256, got {self.concurrency}")
         if self.max_retries < 0:
@@ -109,6 +86,37 @@ class OpenAIChatOptions:
             raise bad("timeout_s", f"must be > 0, got {self.timeout_s}")
         if self.retry_base_s < 0:
             raise bad("retry_base_s", f"must be >= 0, got {self.retry_base_s}")
+
+
+def check_request_options(options, where: str):
+    """Checks of the keys that every OpenAI backend shares (model, base_url, api_key_env,
+    temperature, max_tokens, top_p); -> the error maker for the backend's own keys."""
+
+    def bad(key: str, what: str) -> ConfigError:
+        return ConfigError(f"{where}: key 'rewriter.{key}' {what}")
+
+    if not options.model.strip():
+        raise bad("model", "must name a model, e.g. gpt-4o-mini")
+    if options.base_url and not options.base_url.startswith(("http://", "https://")):
+        raise bad(
+            "base_url",
+            "must be an http(s) URL such as https://api.openai.com/v1 or "
+            "http://127.0.0.1:8000/v1, or empty for the SDK default",
+        )
+    if not _ENV_NAME.fullmatch(options.api_key_env):
+        # Never echo the value: a user may have pasted the key itself here.
+        raise bad(
+            "api_key_env",
+            "must be the NAME of an environment variable (like OPENAI_API_KEY), not the key; "
+            "put the key itself in .env",
+        )
+    if not 0 <= options.temperature <= 2:
+        raise bad("temperature", f"must be between 0 and 2, got {options.temperature}")
+    if options.max_tokens < 1:
+        raise bad("max_tokens", f"must be >= 1, got {options.max_tokens}")
+    if options.top_p is not None and not 0 < options.top_p <= 1:
+        raise bad("top_p", f"must be in (0, 1] or null, got {options.top_p}")
+    return bad
 
 
 def _safe_url(url: str) -> str:

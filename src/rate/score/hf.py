@@ -14,16 +14,14 @@ Loading by hub id when the hub cannot be reached fails at once with what to do.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from rate.errors import ConfigError, TemplateError
+from rate.hfload import DTYPES, load_pretrained
 from rate.score.batching import TokenBatchScorer
 
 log = logging.getLogger(__name__)
-
-DTYPES = ("float32", "bfloat16", "float16", "auto")
 
 
 @dataclass
@@ -61,57 +59,23 @@ class HFClassifierOptions:
             raise ConfigError(f"{where}: key 'max_length' must be >= 8")
 
 
-def _is_local(model: str) -> bool:
-    return Path(model).expanduser().exists() or model.startswith(("/", ".", "~"))
-
-
-def _hub_offline_error(
-    model: str, err: Exception | None, key: str = "the scoring template's 'model'"
-) -> TemplateError:
-    reason = f" ({type(err).__name__})" if err is not None else ""
-    return TemplateError(
-        f"cannot load {model!r} from the Hugging Face Hub: the hub is unreachable or offline "
-        f"(HF_HUB_OFFLINE={os.environ.get('HF_HUB_OFFLINE', '')!r}){reason}. Download the model "
-        f"where the hub is reachable (`huggingface-cli download ...`) and set {key} to that "
-        "local folder"
-    )
-
-
 class HFClassifierScorer(TokenBatchScorer):
     name = "hf_classifier"
 
     def __init__(
         self, options: HFClassifierOptions, world: Path | None = None, batch_size: int = 32
     ):
-        import torch
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import AutoModelForSequenceClassification
 
         self.options, self.batch_size = options, batch_size
-        local = _is_local(options.model)
-        source = str(Path(options.model).expanduser()) if local else options.model
-        if local and not Path(source).is_dir():
-            raise TemplateError(f"model folder {source} does not exist")
-        if not local and os.environ.get("HF_HUB_OFFLINE", "") in ("1", "true", "True", "YES"):
-            raise _hub_offline_error(options.model, None)
-        self.device = options.device
-        if self.device == "auto":
-            self.device = "cuda" if torch.cuda.is_available() else "cpu"
-        dtype = options.dtype
-        if dtype == "auto":
-            # The CPUs we know have no bf16 units (bf16 is ~6x slower there): fp32 on CPU.
-            dtype = "bfloat16" if self.device.startswith("cuda") else "float32"
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(
-                source, trust_remote_code=options.trust_remote_code
-            )
-            self.model = AutoModelForSequenceClassification.from_pretrained(
-                source, dtype=getattr(torch, dtype), trust_remote_code=options.trust_remote_code
-            )
-        except OSError as err:
-            if local:
-                raise TemplateError(f"cannot load the model in {source}: {err}") from None
-            raise _hub_offline_error(options.model, err) from None
-        self.model.to(self.device).eval()
+        self.tokenizer, self.model, self.device = load_pretrained(
+            AutoModelForSequenceClassification,
+            options.model,
+            "the scoring template's 'model'",
+            options.device,
+            options.dtype,
+            options.trust_remote_code,
+        )
         self.max_length, self.truncation = options.max_length, options.truncation
         self.tokenizer.truncation_side = options.truncation
         self.padding_side = (

@@ -6,7 +6,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from rate.errors import ConfigError
 from rate.settings import project_dir
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -42,30 +41,9 @@ class OpenAIBatchOptions:
     work_dir: str = ""  # "" = <PROJECT_DIR>/data/batch_api: request files, manifests, cache
 
     def validate(self, where: str) -> None:
-        def bad(key: str, what: str) -> ConfigError:
-            return ConfigError(f"{where}: key 'rewriter.{key}' {what}")
+        from rate.rewrite.openai_chat import check_request_options
 
-        if not self.model.strip():
-            raise bad("model", "must name a model, e.g. gpt-4o-mini")
-        if not 0 <= self.temperature <= 2:
-            raise bad("temperature", f"must be between 0 and 2, got {self.temperature}")
-        if self.max_tokens < 1:
-            raise bad("max_tokens", f"must be >= 1, got {self.max_tokens}")
-        if self.top_p is not None and not 0 < self.top_p <= 1:
-            raise bad("top_p", f"must be in (0, 1] or null, got {self.top_p}")
-        if self.base_url and not self.base_url.startswith(("http://", "https://")):
-            raise bad(
-                "base_url",
-                "must be an http(s) URL such as https://api.openai.com/v1, or empty for the SDK "
-                "default",
-            )
-        if not _ENV_NAME.fullmatch(self.api_key_env):
-            # Never echo the value: a user may have pasted the key itself here.
-            raise bad(
-                "api_key_env",
-                "must be the NAME of an environment variable (like OPENAI_API_KEY), not the key; "
-                "put the key itself in .env",
-            )
+        bad = check_request_options(self, where)
         if not _WINDOW.fullmatch(self.completion_window):
             raise bad(
                 "completion_window",

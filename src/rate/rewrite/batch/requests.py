@@ -46,7 +46,18 @@ def request_body(options: OpenAIBatchOptions, instruction: str) -> dict:
 def cache_key(body: dict) -> str:
     """The content address of a response: sha256 of the canonical body (model, messages and
     sampling settings), with the endpoint, so equal requests share one paid answer."""
-    return sha256_hex(canonical_json({"endpoint": ENDPOINT, "body": body}))
+    return _key_of(canonical_json(body))
+
+
+_ENDPOINT_JSON = json.dumps(ENDPOINT)
+# Stands for the instruction in a body serialised once per run (see batch_lines).
+_MARK = "\u0000rate-instruction\u0000"
+
+
+def _key_of(body_json: str) -> str:
+    # Exactly canonical_json({"endpoint": ENDPOINT, "body": body}) (keys sorted: body first),
+    # built from the body's JSON so that each body is serialised once.
+    return sha256_hex(f'{{"body":{body_json},"endpoint":{_ENDPOINT_JSON}}}')
 
 
 def custom_id(request_key: str, key: str) -> str:
@@ -65,11 +76,20 @@ class BatchLine:
     cache_key: str
     body: dict
     request_keys: tuple[str, ...]
+    body_json: str = ""  # canonical_json(body), when the caller has it already
 
     def jsonl(self) -> bytes:
-        """The line as the Batch API reads it, newline included."""
-        line = {"custom_id": self.custom_id, "method": "POST", "url": ENDPOINT, "body": self.body}
-        return (canonical_json(line) + "\n").encode("utf-8")
+        """The line as the Batch API reads it, newline included (made once, then kept)."""
+        cached = self.__dict__.get("_jsonl")
+        if cached is None:
+            # canonical_json of {custom_id, method, url, body}: keys sorted, body first.
+            body = self.body_json or canonical_json(self.body)
+            cid = json.dumps(self.custom_id, ensure_ascii=False)
+            cached = (
+                f'{{"body":{body},"custom_id":{cid},"method":"POST","url":{_ENDPOINT_JSON}}}\n'
+            ).encode()
+            self.__dict__["_jsonl"] = cached  # a frozen dataclass: bypass __setattr__
+        return cached
 
 
 def batch_lines(
@@ -79,15 +99,25 @@ def batch_lines(
     keys: list[str] = []
     bodies: dict[str, dict] = {}
     owners: dict[str, list[str]] = {}
+    texts: dict[str, str] = {}
+    # Every body is the same but for the instruction: serialise it once around a mark, then
+    # put each instruction's JSON in its place (identical to canonical_json of the body).
+    parts = canonical_json(request_body(options, _MARK)).split(
+        json.dumps(_MARK, ensure_ascii=False)
+    )
     for req in requests:
         body = request_body(options, req.instruction)
-        key = cache_key(body)
+        if len(parts) == 2:
+            body_json = parts[0] + json.dumps(req.instruction, ensure_ascii=False) + parts[1]
+        else:  # the mark also stands in the options (a system message quoting it)
+            body_json = canonical_json(body)
+        key = _key_of(body_json)
         keys.append(key)
         if key not in bodies:
-            bodies[key] = body
+            bodies[key], texts[key] = body, body_json
         owners.setdefault(key, []).append(req.key)
     lines = [
-        BatchLine(custom_id(owners[key][0], key), key, body, tuple(owners[key]))
+        BatchLine(custom_id(owners[key][0], key), key, body, tuple(owners[key]), texts[key])
         for key, body in bodies.items()
     ]
     return lines, keys

@@ -262,6 +262,9 @@ def test_demo_prints_the_table_and_writes_every_stage(demo_smoke):
                 if line.startswith(f"| {template}") and f"| {scorer} |" in line
             ]
             assert len(rows) == 3, (template, scorer)  # ATE, ATT, ATU
+        # The tiny rewriter swaps W's token: every rewrite reaches its target, in both passes.
+        for name in ("rewrite", "rewritten rewrite"):
+            assert f"| {template} | {name} | 60/60 (100.0%) | 0 | 0 | 0 | 0 | 0 |" in text
     effects = list((demo_smoke / "effects").glob("*_smoke_test.json"))
     assert len(effects) == 6
     for path in effects:

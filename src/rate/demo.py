@@ -76,6 +76,7 @@ def run_pipeline(config_path: Path, world: Path, smoke: bool, layout: Layout) ->
     for template, concept in DEMO_TEMPLATES:
         cfg = replace(base, rewrites=replace(base.rewrites, dataset_name=template))
         dataset = create_dataset(cfg, layout)
+        checks = read_json(dataset.with_name(dataset.name + ".meta.json"))["rewrite_checks"]
         scored = dataset
         for i, (model, _, _) in enumerate(SCORERS):
             cfg = replace(
@@ -104,7 +105,15 @@ def run_pipeline(config_path: Path, world: Path, smoke: bool, layout: Layout) ->
             )
             path = treatment_effects(cfg, layout)
             effect_files.append(path.name)
-            rows.append({"template": template, "scorer": label, "file": path, **read_json(path)})
+            rows.append(
+                {
+                    "template": template,
+                    "scorer": label,
+                    "file": path,
+                    "checks": checks,
+                    **read_json(path),
+                }
+            )
     plot_cfg = replace(base, plots=replace(base.plots, effects_files=effect_files))
     plot_stage(plot_cfg, layout)
     return rows
@@ -169,6 +178,10 @@ def run_demo(args: argparse.Namespace) -> int:
         "estimate's own SE.\n"
     )
     print(demo_table(rows))
+    from rate.demo_text import checks_table
+
+    print("\nRewrite checks (W re-read from each rewrite):\n")
+    print(checks_table(rows))
     print(f"\nOutputs under {layout.root}: data/rewrites, data/scored, effects, plots, logs")
     return 0
 

@@ -11,9 +11,17 @@ PROJECT_DIR ?= $(CURDIR)/project_data
 
 STAMP := $(VENV)/.installed
 
+# With PARTITION set (in .env or on the command line) a stage target submits a SLURM job
+# (`rate submit`: resources from the config's slurm: section, log in PROJECT_DIR/logs/);
+# without it the stage runs here. Several stage targets in one make wait for each job in turn
+# (each stage reads the one before); WAIT=1 waits for a single one too.
+STAGE_GOALS := $(filter create_dataset score_dataset treatment_effects plots,$(MAKECMDGOALS))
+WAIT_FLAG = $(if $(or $(WAIT),$(word 2,$(STAGE_GOALS))),--wait)
+STAGE = $(if $(PARTITION),$(VENV)/bin/rate submit $(1) $(WAIT_FLAG),$(VENV)/bin/rate $(2))
+
 .DEFAULT_GOAL := help
 .PHONY: help setup demo demo-text test test-fast fixture bench lint format clean \
-	create_dataset score_dataset treatment_effects plots smoke synthetic coverage validate
+	create_dataset score_dataset treatment_effects plots pipeline smoke synthetic coverage validate
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -40,16 +48,23 @@ demo-text: $(STAMP) ## the pipeline on real drug reviews, offline: rule rewrites
 	$(VENV)/bin/rate demo-text
 
 create_dataset: $(STAMP) ## stage 1: classify W and rewrite twice (CONFIG=experiments/config.yaml)
-	$(VENV)/bin/rate create_dataset --config $(CONFIG)
+	$(call STAGE,create_dataset,create_dataset) --config $(CONFIG)
 
 score_dataset: $(STAMP) ## stage 2: score every completion with the config's reward model
-	$(VENV)/bin/rate score_dataset --config $(CONFIG)
+	$(call STAGE,score_dataset,score_dataset) --config $(CONFIG)
 
 treatment_effects: $(STAMP) ## stage 3: naive, single-rewrite and RATE effects with uncertainty
-	$(VENV)/bin/rate treatment_effects --config $(CONFIG)
+	$(call STAGE,treatment_effects,treatment_effects) --config $(CONFIG)
 
 plots: $(STAMP) ## stage 4: figures from the effect files the config names
-	$(VENV)/bin/rate plot --config $(CONFIG)
+	$(call STAGE,plots,plot) --config $(CONFIG)
+
+pipeline: $(STAMP) ## stages 1-3 as SLURM jobs chained by afterok with PARTITION set, else in turn here
+ifneq ($(PARTITION),)
+	$(VENV)/bin/rate pipeline --config $(CONFIG) $(if $(WAIT),--wait)
+else
+	$(MAKE) create_dataset score_dataset treatment_effects
+endif
 
 smoke: $(STAMP) ## the four stages on experiments/smoke.yaml (small, seconds once the world exists)
 	$(MAKE) create_dataset score_dataset treatment_effects plots CONFIG=experiments/smoke.yaml

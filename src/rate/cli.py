@@ -20,12 +20,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     from rate import demo, demo_text, pipeline_cli
+    from rate.slurm import cli as slurm_cli
     from rate.studies import cli as study_cli
     from rate.tinyrlhf import cli as tiny_cli
 
     pipeline_cli.register(sub)
     demo.register(sub)
     demo_text.register(sub)
+    slurm_cli.register(sub)
     study_cli.register(sub)
     tiny_cli.register(sub)
     return parser

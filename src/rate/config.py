@@ -7,6 +7,7 @@ The sections and key names are those of the reference pipeline (``smoke_test``, 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,88 @@ class PlotsConfig:
             raise ConfigError(f"{where}: plots.formats: unknown {bad}; use png, pdf or svg")
 
 
+# sbatch options that rate sets itself for every job; extra_args must not repeat them.
+_RATE_SBATCH_OPTIONS = ("--output", "--error", "--array", "--dependency", "--parsable", "--wrap")
+_SLURM_TIME = re.compile(r"^(\d+-)?\d+(:\d+){0,2}$|^UNLIMITED$|^INFINITE$")
+_SLURM_MEM = re.compile(r"^\d+[KMGT]?$")
+
+
+@dataclass
+class StageResources:
+    """What one stage's SLURM job asks for; a null key takes the stage's default (rate.slurm)."""
+
+    # Wall-time limit: MM, HH:MM:SS or D-HH:MM:SS, quoted ('12:00:00'; YAML reads 12:00:00
+    # unquoted as a number of seconds, which is refused).
+    time: str | int | None = None
+    cpus: int | None = None  # --cpus-per-task
+    mem: str | None = None  # --mem, e.g. 16G
+    gpus: int | None = None  # --gres=gpu:N; score_dataset asks for 1 by default
+    extra_args: list[str] = field(default_factory=list)  # more sbatch options for this stage
+
+
+@dataclass
+class SlurmConfig:
+    """SLURM jobs for the stages, used when PARTITION is set (`make`) or by `rate submit`."""
+
+    partition: str | None = None  # null: the PARTITION setting (.env or the command line)
+    # score_dataset as a job array of this many shards (one GPU each) and one merge job.
+    shards: int = 1
+    extra_args: list[str] = field(default_factory=list)  # sbatch options for every job
+    create_dataset: StageResources = field(default_factory=StageResources)
+    score_dataset: StageResources = field(default_factory=StageResources)
+    merge_scores: StageResources = field(default_factory=StageResources)
+    treatment_effects: StageResources = field(default_factory=StageResources)
+    plots: StageResources = field(default_factory=StageResources)
+
+    def stages(self) -> dict[str, StageResources]:
+        return {
+            "create_dataset": self.create_dataset,
+            "score_dataset": self.score_dataset,
+            "merge_scores": self.merge_scores,
+            "treatment_effects": self.treatment_effects,
+            "plots": self.plots,
+        }
+
+    def validate(self, where: str) -> None:
+        if self.partition is not None and not self.partition.strip():
+            raise ConfigError(f"{where}: slurm.partition is empty; name a partition or use null")
+        if self.shards < 1:
+            raise ConfigError(f"{where}: slurm.shards must be >= 1 (1: no job array)")
+        _check_sbatch_args(self.extra_args, f"{where}: slurm.extra_args")
+        for stage, res in self.stages().items():
+            key = f"{where}: slurm.{stage}"
+            if isinstance(res.time, int):
+                raise ConfigError(
+                    f"{key}.time: YAML read this time as the number {res.time}; quote it, e.g. "
+                    "time: '12:00:00' (or --set \"slurm.score_dataset.time='12:00:00'\")"
+                )
+            if res.time is not None and not _SLURM_TIME.match(res.time):
+                raise ConfigError(
+                    f"{key}.time: {res.time!r} is not a SLURM time; write MM, HH:MM:SS or "
+                    "D-HH:MM:SS, e.g. '04:00:00'"
+                )
+            if res.mem is not None and not _SLURM_MEM.match(res.mem):
+                raise ConfigError(
+                    f"{key}.mem: {res.mem!r} is not a SLURM memory size; write e.g. 16G or 500M"
+                )
+            if res.cpus is not None and res.cpus < 1:
+                raise ConfigError(f"{key}.cpus must be >= 1")
+            if res.gpus is not None and res.gpus < 0:
+                raise ConfigError(f"{key}.gpus must be >= 0")
+            _check_sbatch_args(res.extra_args, f"{key}.extra_args")
+
+
+def _check_sbatch_args(args: list[str], key: str) -> None:
+    for arg in args:
+        if not arg.startswith("-") or "\n" in arg:
+            raise ConfigError(f"{key}: {arg!r} is not an sbatch option; write e.g. '--account=lab'")
+        if arg.split("=", 1)[0] in _RATE_SBATCH_OPTIONS:
+            raise ConfigError(
+                f"{key}: {arg.split('=', 1)[0]} is set by rate itself (logs go to "
+                "PROJECT_DIR/logs/<stage>_<job id>.out); remove it"
+            )
+
+
 @dataclass
 class Config:
     rewrites: RewritesConfig
@@ -123,6 +206,7 @@ class Config:
     smoke_test: bool = False
     plots: PlotsConfig = field(default_factory=PlotsConfig)
     world: str | None = None  # the tiny RLHF world; None: PROJECT_DIR/tinyrlhf/world
+    slurm: SlurmConfig = field(default_factory=SlurmConfig)  # jobs when PARTITION is set
 
     def world_dir(self) -> Path:
         return Path(self.world).expanduser() if self.world else project_dir() / "tinyrlhf" / "world"

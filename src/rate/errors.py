@@ -15,3 +15,7 @@ class DataFileError(RateError):
 
 class TemplateError(RateError):
     """A dataset or scoring template is missing, unparseable or invalid."""
+
+
+class SlurmError(RateError):
+    """A SLURM submission or job went wrong: no sbatch, an unknown partition, a failed job."""

@@ -44,11 +44,22 @@ def register(sub: argparse._SubParsersAction) -> None:
                 action="store_true",
                 help="write the request files and a token and cost estimate, then stop",
             )
+        if name == "score_dataset":
+            p.add_argument(
+                "--shard", metavar="I/N", help="score only shard I of N (numbered from 0)"
+            )
         p.set_defaults(func=func)
     p = sub.add_parser("validate", help="check every template (and a config, if given)")
     p.add_argument("--config", type=Path, help="also validate this experiment config")
     p.add_argument("--set", dest="overrides", action="append", default=[])
     p.set_defaults(func=cmd_validate)
+    # Sharded scoring: `score_dataset --shard I/N` per shard (one GPU each; `rate submit` runs
+    # them as a SLURM job array), then merge_scores writes the one scored file.
+    p = sub.add_parser("merge_scores", help="merge the N shards of a sharded score_dataset")
+    _config_args(p)
+    p.add_argument("--shards", type=int, required=True, metavar="N", help="number of shards")
+    p.add_argument("--array-job", help="the shards' SLURM array job id (named when one failed)")
+    p.set_defaults(func=cmd_merge_scores)
 
 
 def _start(args: argparse.Namespace, stage: str) -> tuple[Config, Layout]:
@@ -75,6 +86,8 @@ def cmd_create_dataset(args: argparse.Namespace) -> int:
 def cmd_score_dataset(args: argparse.Namespace) -> int:
     from rate.score.stage import score_dataset
 
+    if args.shard:
+        return cmd_score_shard(args)
     print(score_dataset(*_start(args, "score_dataset")))
     return 0
 
@@ -109,4 +122,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if failures:
         print(f"{failures} template(s) failed")
         return 1
+    return 0
+
+
+def cmd_score_shard(args: argparse.Namespace) -> int:
+    from rate.score.shards import parse_shard, score_shard
+
+    i, n = parse_shard(args.shard)
+    print(score_shard(*_start(args, f"score_dataset_shard{i}of{n}"), i, n))
+    return 0
+
+
+def cmd_merge_scores(args: argparse.Namespace) -> int:
+    from functools import partial
+
+    from rate.score.shards import merge_shards
+    from rate.slurm.jobs import explain_shard
+
+    config, layout = _start(args, "merge_scores")
+    explain = partial(explain_shard, args.array_job, logs=layout.logs) if args.array_job else None
+    print(merge_shards(config, layout, args.shards, explain))
     return 0

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from rate.config import Config, config_record
@@ -25,7 +26,7 @@ from rate.progress import progress
 from rate.score.backends import build_scorer
 from rate.score.base import Scorer, checked_scores
 from rate.store import Layout, output_path, resolve_input, write_meta
-from rate.templates import load_scoring_template
+from rate.templates import ScoringTemplate, load_scoring_template
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +43,13 @@ def _fingerprint(path: Path, reward_key: str, scorer: dict) -> str:
 class Progress:
     """The partial output of an interrupted run: a header line, then complete scored rows."""
 
-    def __init__(self, folder: Path, input_path: Path, reward_key: str, scorer: dict) -> None:
+    def __init__(
+        self, folder: Path, input_path: Path, reward_key: str, scorer: dict, tag: str = ""
+    ) -> None:
         self.fingerprint = _fingerprint(input_path, reward_key, scorer)
-        self.path = folder / ".partial" / f"{input_path.name}.{self.fingerprint[:16]}.jsonl"
+        # tag: a shard's own partial file (".shard1of4"), so shards never share one.
+        name = f"{input_path.name}{tag}.{self.fingerprint[:16]}.jsonl"
+        self.path = folder / ".partial" / name
 
     def load(self) -> list[dict]:
         """Rows scored by an earlier run of the same input and reward key (may be [])."""
@@ -174,8 +179,29 @@ def score_rows(
     }
 
 
-def score_dataset(config: Config, layout: Layout) -> Path:
-    """Run stage 2 with ``config``; -> the written scored file."""
+@dataclass
+class ScoringInput:
+    """The file a scoring run reads, its rows, the scoring template and the output's name."""
+
+    source: Path
+    rows: list[dict]
+    template: ScoringTemplate
+    prefix: str  # the dataset name that output names start with
+
+
+@dataclass
+class ScoredRows:
+    """Rows scored by `score_range`, with what the metadata records about them."""
+
+    rows: list[dict]
+    counts: dict
+    truncated: int
+    scorer: dict  # the scorer's describe()
+    state: Progress  # the partial file, removed once the output is written
+
+
+def scoring_input(config: Config, layout: Layout) -> ScoringInput:
+    """Resolve and read the file the config scores; refuse one that has this reward key."""
     sc = config.scoring
     template = load_scoring_template(sc.model)
     folder = layout.folder(sc.dataset_folder)
@@ -189,12 +215,24 @@ def score_dataset(config: Config, layout: Layout) -> Path:
             f"{source}: already has scores under reward_key {key!r}; score the rewrites file "
             "instead, or use a scoring template with another reward_key"
         )
-    log.info("score_dataset: %s with %s (%d examples)", source.name, template.name, len(rows))
-    scorer = build_scorer(template, config.world_dir())
+    return ScoringInput(source, rows, template, prefix)
+
+
+def score_range(
+    config: Config, layout: Layout, inp: ScoringInput, rows: list[dict], tag: str = ""
+) -> ScoredRows:
+    """Score ``rows`` (the whole input, or one shard of it), resuming from a partial file.
+
+    ``rows`` must start at a multiple of ``scoring.chunk_size`` in the input, so that its
+    chunks are the ones an unsharded run scores.
+    """
+    sc = config.scoring
+    key = inp.template.reward_key
+    scorer = build_scorer(inp.template, config.world_dir())
     if sc.batch_size:
         scorer.batch_size = sc.batch_size
-    fingerprint = {**template.record(), **scorer.describe(), "chunk_size": sc.chunk_size}
-    state = Progress(layout.scored, source, key, fingerprint)
+    fingerprint = {**inp.template.record(), **scorer.describe(), "chunk_size": sc.chunk_size}
+    state = Progress(layout.scored, inp.source, key, fingerprint, tag)
     done = state.load()
     if len(done) < len(rows):
         # A kill while a chunk was being appended leaves part of it; that part is redone.
@@ -209,25 +247,60 @@ def score_dataset(config: Config, layout: Layout) -> Path:
         scored, counts = score_rows(rows, scorer, key, sc.chunk_size, done, sink=state.append)
     finally:
         state.close()
-    stem = prefix if sc.dataset_folder == "rewrites" else _scored_stem(source, prefix)
+    return ScoredRows(scored, counts, truncated_before + scorer.truncated, scorer.describe(), state)
+
+
+def write_scored(
+    config: Config,
+    layout: Layout,
+    inp: ScoringInput,
+    rows: list[dict],
+    scorer: dict,
+    truncated: int,
+    counts: dict,
+) -> Path:
+    """Write the scored file and its metadata: one writer for whole runs and merged shards."""
+    sc = config.scoring
+    stem = inp.prefix if sc.dataset_folder == "rewrites" else _scored_stem(inp.source, inp.prefix)
     out = output_path(layout.scored, f"{stem}_scored", ".jsonl", config.smoke_test)
-    write_jsonl(out, scored)
+    write_jsonl(out, rows)
     write_meta(
         out,
         "score_dataset",
-        input=str(source),
-        reward_key=key,
-        reward_keys=reward_keys(scored),
-        template=template.record(),
-        scorer=scorer.describe(),
+        input=str(inp.source),
+        reward_key=inp.template.reward_key,
+        reward_keys=reward_keys(rows),
+        template=inp.template.record(),
+        scorer=scorer,
         # Texts longer than the model's limit were truncated by the template's policy.
-        truncated_texts=truncated_before + scorer.truncated,
+        truncated_texts=truncated,
         config=config_record(config),
-        n_examples=len(scored),
+        n_examples=len(rows),
         **counts,
     )
-    state.remove()
-    log.info("wrote %s (%d examples, %s texts/s)", out, len(scored), counts["texts_per_second"])
+    return out
+
+
+def score_dataset(config: Config, layout: Layout) -> Path:
+    """Run stage 2 with ``config``; -> the written scored file."""
+    inp = scoring_input(config, layout)
+    log.info(
+        "score_dataset: %s with %s (%d examples)",
+        inp.source.name,
+        inp.template.name,
+        len(inp.rows),
+    )
+    result = score_range(config, layout, inp, inp.rows)
+    out = write_scored(
+        config, layout, inp, result.rows, result.scorer, result.truncated, result.counts
+    )
+    result.state.remove()
+    log.info(
+        "wrote %s (%d examples, %s texts/s)",
+        out,
+        len(result.rows),
+        result.counts["texts_per_second"],
+    )
     return out
 
 

@@ -1,0 +1,88 @@
+"""`rate submit <stage>` and `rate pipeline`: the stages as SLURM jobs (make runs these when
+PARTITION is set). Resources come from the config's ``slurm:`` section; see rate.slurm."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from pathlib import Path
+
+from rate.config import DEFAULT_CONFIG
+
+log = logging.getLogger(__name__)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="experiment config (YAML)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override a config key (repeatable), e.g. --set slurm.shards=4",
+    )
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="follow the jobs to the end; exit 2 naming each failed job and its log",
+    )
+    p.add_argument(
+        "--poll",
+        type=float,
+        default=float(os.environ.get("RATE_SLURM_POLL", "5")),
+        help="seconds between job-state checks with --wait (default 5, or RATE_SLURM_POLL)",
+    )
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from rate.slurm.submit import STAGE_COMMANDS
+
+    p = sub.add_parser("submit", help="submit one stage as a SLURM job (needs PARTITION)")
+    p.add_argument("stage", choices=sorted(STAGE_COMMANDS), help="the stage to submit")
+    _common(p)
+    p.set_defaults(func=cmd_submit)
+    p = sub.add_parser(
+        "pipeline", help="submit create_dataset, score_dataset, treatment_effects, chained"
+    )
+    _common(p)
+    p.set_defaults(func=cmd_pipeline)
+
+
+def _report(submission, wait: bool, poll: float) -> int:
+    from rate.slurm.jobs import wait_for
+    from rate.slurm.resources import resources_for
+
+    for job in submission.jobs:
+        logs = job.log_files()
+        if job.array is None:
+            print(f"{job.stage}: job {job.job_id}, log {logs[0]}")
+        else:
+            n = submission.config.slurm.shards
+            tasks = ",".join(map(str, job.array))
+            gpus = resources_for(submission.config.slurm, job.stage).gpus
+            print(
+                f"{job.stage}: array job {job.job_id}, shards {tasks} of {n} ({gpus} GPU(s) "
+                f"each), logs {job.logs}/{job.stage}_{job.job_id}_<shard>.out"
+            )
+    print(f"scripts and config: {submission.folder}")
+    if wait:
+        wait_for(submission.jobs, poll)
+        print("all jobs completed")
+    else:
+        ids = ",".join(j.job_id for j in submission.jobs)
+        print(f"follow them with: squeue -j {ids}")
+    return 0
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from rate.slurm.submit import submit_stage
+
+    return _report(submit_stage(args.config, args.overrides, args.stage), args.wait, args.poll)
+
+
+def cmd_pipeline(args: argparse.Namespace) -> int:
+    from rate.slurm.submit import submit_pipeline
+
+    return _report(submit_pipeline(args.config, args.overrides), args.wait, args.poll)

@@ -315,7 +315,14 @@ def main(argv: list[str] | None = None) -> int:
             results.update(bench_batch())
             measured["batch"] = today
     command = "make bench" if args.world is None else "python -m rate.bench --world <built world>"
+    previous = args.out.read_text() if args.out.exists() else ""
     atomic_write_text(args.out, render(results, command))
+    # The SLURM section is measured on a cluster by rate.bench_slurm; keep it as it was.
+    from rate.bench_slurm import HEADING, write_section
+
+    if HEADING in previous:
+        kept = HEADING + previous.split(HEADING, 1)[1].split("\n## ", 1)[0]
+        write_section(args.out, kept.rstrip("\n") + "\n")
     print(render(results, command))
     return 0
 

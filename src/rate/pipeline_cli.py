@@ -17,7 +17,8 @@ from rate.store import Layout, timestamp
 log = logging.getLogger(__name__)
 
 
-def _config_args(p: argparse.ArgumentParser) -> None:
+def config_args(p: argparse.ArgumentParser) -> None:
+    """--config and the repeatable --set overrides, as every stage command takes them."""
     p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="experiment config (YAML)")
     p.add_argument(
         "--set",
@@ -37,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         ("plot", cmd_plot, "stage 4: figures from effect files"),
     ):
         p = sub.add_parser(name, help=help_)
-        _config_args(p)
+        config_args(p)
         if name == "create_dataset":
             p.add_argument(
                 "--dry-run",
@@ -56,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     # Sharded scoring: `score_dataset --shard I/N` per shard (one GPU each; `rate submit` runs
     # them as a SLURM job array), then merge_scores writes the one scored file.
     p = sub.add_parser("merge_scores", help="merge the N shards of a sharded score_dataset")
-    _config_args(p)
+    config_args(p)
     p.add_argument("--shards", type=int, required=True, metavar="N", help="number of shards")
     p.add_argument("--array-job", help="the shards' SLURM array job id (named when one failed)")
     p.set_defaults(func=cmd_merge_scores)

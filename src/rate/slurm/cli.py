@@ -6,23 +6,14 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-from pathlib import Path
-
-from rate.config import DEFAULT_CONFIG
 
 log = logging.getLogger(__name__)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="experiment config (YAML)")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="SECTION.KEY=VALUE",
-        help="override a config key (repeatable), e.g. --set slurm.shards=4",
-    )
+    from rate.pipeline_cli import config_args
+
+    config_args(p)
     p.add_argument(
         "--wait",
         action="store_true",

@@ -63,13 +63,33 @@ def ensure_world(world: Path, small: bool) -> None:
         build_world(load_world_config(small=small), world)
 
 
+def score_with(cfg, layout: Layout, template: str, dataset: Path, models: list[str]):
+    """score_dataset with each scoring template in turn, each adding its scores to the file the
+    one before wrote. -> (the config of the last run, the last scored file)"""
+    from rate.score.stage import score_dataset
+
+    scored = dataset
+    for i, model in enumerate(models):
+        cfg = replace(
+            cfg,
+            scoring=replace(
+                cfg.scoring,
+                model=model,
+                dataset_name=template,
+                dataset_folder="rewrites" if i == 0 else "scored",
+                dataset_filename=str(scored),
+            ),
+        )
+        scored = score_dataset(cfg, layout)
+    return cfg, scored
+
+
 def run_pipeline(config_path: Path, world: Path, smoke: bool, layout: Layout) -> list[dict]:
     """The four stages for each demo concept and scorer; -> one row per (concept, scorer)."""
     from rate.effects import treatment_effects
     from rate.io import read_json
     from rate.plot_stage import plot_stage
     from rate.rewrite.stage import create_dataset
-    from rate.score.stage import score_dataset
 
     base = load_config(config_path, [f"world={world}", f"smoke_test={str(smoke).lower()}"])
     rows, effect_files = [], []
@@ -77,19 +97,7 @@ def run_pipeline(config_path: Path, world: Path, smoke: bool, layout: Layout) ->
         cfg = replace(base, rewrites=replace(base.rewrites, dataset_name=template))
         dataset = create_dataset(cfg, layout)
         checks = read_json(dataset.with_name(dataset.name + ".meta.json"))["rewrite_checks"]
-        scored = dataset
-        for i, (model, _, _) in enumerate(SCORERS):
-            cfg = replace(
-                cfg,
-                scoring=replace(
-                    cfg.scoring,
-                    model=model,
-                    dataset_name=template,
-                    dataset_folder="rewrites" if i == 0 else "scored",
-                    dataset_filename=str(scored),
-                ),
-            )
-            scored = score_dataset(cfg, layout)
+        cfg, scored = score_with(cfg, layout, template, dataset, [m for m, _, _ in SCORERS])
         for model, key, label in SCORERS:
             cfg = replace(
                 cfg,

@@ -35,9 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_text_pipeline(config_path: Path, smoke: bool, layout: Layout) -> list[dict]:
     """create_dataset, score_dataset (two scorers), treatment_effects (all examples, and only
     those whose rewrites passed the checks); -> one row per (template, scorer)."""
+    from rate.demo import score_with
     from rate.effects import treatment_effects
     from rate.rewrite.stage import create_dataset
-    from rate.score.stage import score_dataset
 
     base = load_config(config_path, [f"smoke_test={str(smoke).lower()}"])
     rows = []
@@ -45,19 +45,7 @@ def run_text_pipeline(config_path: Path, smoke: bool, layout: Layout) -> list[di
         cfg = replace(base, rewrites=replace(base.rewrites, dataset_name=template))
         dataset = create_dataset(cfg, layout)
         checks = read_json(dataset.with_name(dataset.name + ".meta.json"))["rewrite_checks"]
-        scored = dataset
-        for i, (model, _) in enumerate(TEXT_SCORERS):
-            cfg = replace(
-                cfg,
-                scoring=replace(
-                    cfg.scoring,
-                    model=model,
-                    dataset_name=template,
-                    dataset_folder="rewrites" if i == 0 else "scored",
-                    dataset_filename=str(scored),
-                ),
-            )
-            scored = score_dataset(cfg, layout)
+        cfg, scored = score_with(cfg, layout, template, dataset, [m for m, _ in TEXT_SCORERS])
         for model, label in TEXT_SCORERS:
             out = {"template": template, "scorer": label, "checks": checks}
             for only in (False, True):

@@ -37,6 +37,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from rate.batches import run_halving
 from rate.datasets.sources import stable_seed
 from rate.errors import ConfigError, TemplateError
 from rate.hfload import DTYPES, load_pretrained
@@ -248,42 +249,26 @@ class HFGenerateRewriter(Rewriter):
         return [t.strip() for t in self.tokenizer.batch_decode(new, skip_special_tokens=True)]
 
     def rewrite(self, requests: list[RewriteRequest]) -> list[str]:
-        import torch
-
         if not requests:
             return []
         ids = self.encode(requests)
         # Longest first: an out-of-memory error comes at once, not after hours of short ones.
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
-        results: list[str | None] = [None] * len(ids)
         bar = progress(None, f"generate ({self.options.model})", total=len(ids), unit="text")
         try:
-            i = 0
-            while i < len(order):
-                chunk = order[i : i + self.batch_size]
-                try:
-                    texts = self._generate(
-                        [ids[j] for j in chunk], [requests[j].key for j in chunk]
-                    )
-                except torch.OutOfMemoryError:
-                    if self.batch_size == 1:
-                        raise
-                    self.batch_size = max(1, self.batch_size // 2)
-                    log.warning(
-                        "out of memory: generation batch size halved to %d", self.batch_size
-                    )
-                    if self.device.startswith("cuda"):
-                        torch.cuda.empty_cache()
-                    continue
-                for j, text in zip(chunk, texts, strict=True):
-                    results[j] = text
-                i += len(chunk)
-                bar.update(len(chunk))
+            results, self.batch_size = run_halving(
+                order,
+                self.batch_size,
+                lambda chunk: self._generate(
+                    [ids[j] for j in chunk], [requests[j].key for j in chunk]
+                ),
+                self.device,
+                what="generation batch size",
+                on_batch=bar.update,
+            )
         finally:
             bar.close()
-        done = [r for r in results if r is not None]
-        assert len(done) == len(requests), "every request has its output"
-        return done
+        return [results[i] for i in range(len(requests))]
 
     def describe(self) -> dict:
         o = self.options

@@ -15,6 +15,7 @@ import inspect
 import logging
 from typing import Any
 
+from rate.batches import run_halving
 from rate.score.base import Scorer
 
 log = logging.getLogger(__name__)
@@ -96,28 +97,16 @@ class TokenBatchScorer(Scorer):
         import torch
 
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        results: list = [None] * len(ids)
-        i = 0
-        while i < len(order):
-            chunk = order[i : i + self.batch_size]
-            try:
-                input_ids, mask, kwargs = self.pad([ids[j] for j in chunk])
-                with torch.inference_mode():
-                    values = fn(input_ids, mask, kwargs).float().cpu().tolist()
-            except torch.OutOfMemoryError:
-                if self.batch_size == 1:
-                    raise
-                self.batch_size = max(1, self.batch_size // 2)
-                log.warning("out of memory: batch size halved to %d", self.batch_size)
-                if self.device.startswith("cuda"):
-                    torch.cuda.empty_cache()
-                continue
-            for j, v in zip(chunk, values, strict=True):
-                results[j] = v
-            i += len(chunk)
-            if self.on_texts is not None:
-                self.on_texts(len(chunk))
-        return results
+
+        def run(chunk: list[int]) -> list:
+            input_ids, mask, kwargs = self.pad([ids[j] for j in chunk])
+            with torch.inference_mode():
+                return fn(input_ids, mask, kwargs).float().cpu().tolist()
+
+        results, self.batch_size = run_halving(
+            order, self.batch_size, run, self.device, on_batch=self.on_texts
+        )
+        return [results[i] for i in range(len(ids))]
 
     def pad(self, seqs: list[list[int]]) -> tuple[Any, Any, dict]:
         """(input_ids, attention_mask, extra model kwargs) for one batch."""

@@ -609,7 +609,7 @@ def test_partition_that_does_not_exist(partition, tmp_path):
 
 
 def test_benchmark_section_replaces_only_itself(tmp_path):
-    from rate.bench_slurm import HEADING, write_section
+    from rate.bench.slurm import HEADING, write_section
 
     path = tmp_path / "BENCHMARKS.md"
     path.write_text("# Benchmarks\n\n## Other (issue: x)\n\nkept\n")

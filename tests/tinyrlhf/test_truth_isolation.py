@@ -25,7 +25,7 @@ ALLOWED = {
     "rate.tinyrlhf.build",
     "rate.tinyrlhf.cli",
     "rate.demo",
-    "rate.bench",  # times the truth evaluation
+    "rate.bench.world",  # times the truth evaluation
     "rate.score.tinyworld",  # the oracle scorer: true quality as a scoring template
 }
 MUST_STAY_BLIND = [

@@ -1,4 +1,4 @@
-"""`python -m rate.bench_slurm`: wall time of sharded scoring through SLURM, N shards against one.
+"""`python -m rate.bench.slurm`: wall time of sharded scoring through SLURM, N shards against one.
 
 Needs a running SLURM (``sudo .ci/slurm-up`` starts one here) and a tiny world (``--world``;
 without it a small world is built first). For each size it makes one rewrites file, then times
@@ -172,7 +172,7 @@ def write_section(path: Path, section: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rate.bench_slurm", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m rate.bench.slurm", description=__doc__)
     parser.add_argument("--world", type=Path, help="a built tiny world (default: build --small)")
     parser.add_argument("--partition", default=os.environ.get("PARTITION") or "debug")
     parser.add_argument("--shards", type=int, default=2)
@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             build_world(load_world_config(small=True), world)
         runs = [(m, int(n), int(k)) for m, n, k in (x.split(":") for x in args.runs.split(","))]
         results = bench(world, args.partition, runs, args.shards)
-    command = "python -m rate.bench_slurm --write BENCHMARKS.md"
+    command = "python -m rate.bench.slurm --write BENCHMARKS.md"
     section = render(results, command)
     print(section)
     if args.write:

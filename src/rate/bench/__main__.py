@@ -1,0 +1,165 @@
+"""`make bench`: measure the tiny world, the pipeline and scoring; write BENCHMARKS.md.
+
+``--sections`` runs some of them; the figures of the others are kept from the file's last run
+(each section says when it was measured).
+
+Ratios are measured within one run (these machines are noisy; absolute times drift). Nothing
+here is asserted: the file records what was measured and the command that reproduces it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import re
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from rate.bench.pipeline import bench_pipeline, render_pipeline
+from rate.bench.world import bench_eval, bench_rl, bench_world, render_world
+from rate.io import atomic_write_text
+from rate.settings import setup_logging
+
+log = logging.getLogger(__name__)
+
+
+SECTIONS = ("world", "pipeline", "scoring", "text", "batch")
+
+
+def _rounded(v):
+    if isinstance(v, float):
+        return round(v, 3 if abs(v) >= 1e-3 else 9)
+    if isinstance(v, dict):
+        return {k: _rounded(x) for k, x in v.items()}
+    return v
+
+
+def previous_figures(path: Path) -> dict:
+    """The raw figures of the file's last run ({} when there is none or it cannot be read)."""
+    try:
+        text = path.read_text()
+        figures = json.loads(text.split("```json\n", 1)[1].split("```", 1)[0])
+    except (OSError, IndexError, json.JSONDecodeError):
+        return {}
+    if "measured" not in figures:  # files written before sections had their own dates
+        date = re.search(r"measured (\d{4}-\d{2}-\d{2})", text)
+        figures["measured"] = dict.fromkeys(("world", "pipeline"), date and date.group(1))
+    return figures
+
+
+def render(r: dict, command: str) -> str:
+    measured = r.get("measured", {})
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Reproduce with `{command}` (`--sections` runs some). Machine: {platform.machine()}, "
+        f"{os.cpu_count()} CPUs, torch {torch.__version__} on {torch.get_num_threads()} threads.",
+        "Times drift between runs on these machines; ratios are measured within one run.",
+        "",
+    ]
+    if "small_build_s" in r:
+        lines += render_world(r, measured.get("world"))
+    if "demo_after_world_s" in r:
+        lines += render_pipeline(r, measured.get("pipeline"))
+    if "drug" in r:
+        from rate.bench.scoring import render_scoring
+
+        lines += [*render_scoring(r)[:2], f"Measured {measured.get('scoring')}.", ""]
+        lines += render_scoring(r)[2:]
+    if "requests_s" in r:
+        from rate.bench.text import render_text
+
+        lines += render_text(r, measured.get("text"))
+    if "batch_prepare_s" in r:
+        from rate.bench.batch import render_batch
+
+        lines += render_batch(r, measured.get("batch"))
+    lines += [
+        "Raw figures:",
+        "",
+        "```json",
+        json.dumps(_rounded(r), indent=2),
+        "```",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rate.bench", description=__doc__)
+    parser.add_argument("--out", type=Path, default=Path("BENCHMARKS.md"))
+    parser.add_argument(
+        "--world", type=Path, help="reuse a built full world instead of timing a build"
+    )
+    parser.add_argument(
+        "--plain-steps", type=int, default=100, help="steps for the ours-vs-plain comparison"
+    )
+    parser.add_argument("--keep", type=Path, help="keep the full world built by the benchmark here")
+    parser.add_argument(
+        "--sections",
+        default=",".join(SECTIONS),
+        help=f"comma-separated, of {', '.join(SECTIONS)}; the others keep their last figures",
+    )
+    args = parser.parse_args(argv)
+    sections = [x.strip() for x in args.sections.split(",") if x.strip()]
+    unknown = sorted(set(sections) - set(SECTIONS))
+    if unknown:
+        parser.error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
+    setup_logging("INFO")
+    os.environ.setdefault("RATE_PROGRESS", "0")
+    results = previous_figures(args.out)
+    if "world" in sections:  # a new build replaces the old figures, full build included
+        for key in [k for k in results if k.endswith(("build_s", "build_stages"))]:
+            del results[key]
+    measured = results.setdefault("measured", {})
+    today = time.strftime("%Y-%m-%d")
+    with tempfile.TemporaryDirectory(prefix="rate-bench-") as tmp_name:
+        tmp = Path(tmp_name)
+        world = args.world or args.keep or tmp / "full"
+        if "world" in sections:
+            results.update(bench_world(tmp, full=None if args.world else world))
+            results.update(bench_rl(world, tmp, args.plain_steps))
+            results.update(bench_eval(world))
+            measured["world"] = today
+        if "pipeline" in sections:
+            if "world" not in sections:
+                from rate.tinyrlhf.data import require_world
+
+                require_world(world)
+            results.update(bench_pipeline(world, tmp))
+            measured["pipeline"] = today
+        if "scoring" in sections:
+            from rate.bench.scoring import bench_scoring
+
+            results.update(bench_scoring())
+            measured["scoring"] = today
+        if "text" in sections:
+            from rate.bench.text import bench_text
+
+            results.update(bench_text())
+            measured["text"] = today
+        if "batch" in sections:
+            from rate.bench.batch import bench_batch
+
+            results.update(bench_batch())
+            measured["batch"] = today
+    command = "make bench" if args.world is None else "python -m rate.bench --world <built world>"
+    previous = args.out.read_text() if args.out.exists() else ""
+    atomic_write_text(args.out, render(results, command))
+    # The SLURM section is measured on a cluster by rate.bench.slurm; keep it as it was.
+    from rate.bench.slurm import HEADING, write_section
+
+    if HEADING in previous:
+        kept = HEADING + previous.split(HEADING, 1)[1].split("\n## ", 1)[0]
+        write_section(args.out, kept.rstrip("\n") + "\n")
+    print(render(results, command))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

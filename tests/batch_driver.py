@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 from rate.rewrite.base import RewriteRequest
-from rate.rewrite.batch import OpenAIBatchOptions, build_openai_batch_rewriter
+from rate.rewrite.batch.rewriter import build_openai_batch_rewriter
+from rate.rewrite.options import OpenAIBatchOptions
 
 
 def main(config_path: str) -> None:

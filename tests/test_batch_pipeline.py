@@ -16,7 +16,7 @@ from test_real_datasets import N, files, obedient
 
 from rate.config import load_config
 from rate.io import read_json
-from rate.rewrite.stage import create_dataset
+from rate.pipeline import create_dataset
 from rate.store import Layout
 
 ROOT = Path(__file__).resolve().parents[1]

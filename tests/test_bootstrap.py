@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import rate.bootstrap
-from rate.bootstrap import _uniform_indices, bootstrap_statistics, percentile_intervals
-from rate.estimators import Scores, estimate
+import rate.effects.bootstrap
+from rate.effects.bootstrap import _uniform_indices, bootstrap_statistics, percentile_intervals
+from rate.effects.estimators import Scores, estimate
 
 
 def random_scores(n: int, seed: int = 0, share_w1: float = 0.4) -> Scores:
@@ -35,7 +35,7 @@ def segment(request, monkeypatch):
     """Run a test as it is and with tiny segments, so that small data go through the
     segment-by-segment resampling that large groups use."""
     if request.param:
-        monkeypatch.setattr(rate.bootstrap, "SEGMENT", request.param)
+        monkeypatch.setattr(rate.effects.bootstrap, "SEGMENT", request.param)
     return request.param
 
 
@@ -107,7 +107,7 @@ def test_bootstrap_sd_of_a_group_mean_is_the_plug_in_standard_error(
     # The bootstrap distribution of a mean of n iid draws with replacement has sd equal to
     # the plug-in sd of the data / sqrt(n); B resamples estimate it to ~1/sqrt(2B) (1.6% for
     # B = 2000): the tolerance is four of those.
-    monkeypatch.setattr(rate.bootstrap, "SEGMENT", segment)
+    monkeypatch.setattr(rate.effects.bootstrap, "SEGMENT", segment)
     rng = np.random.default_rng(7)
     w = np.ones(n, dtype=bool)
     o = rng.normal(0.0, 2.0, n)

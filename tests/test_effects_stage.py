@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from rate.config import EffectsConfig
-from rate.datafiles import read_examples
-from rate.effects import clean, effects_for_rows, errors_in_se, true_effects
+from rate.effects.estimators import Scores, estimate
+from rate.effects.stage import clean, effects_for_rows, errors_in_se, true_effects
 from rate.errors import DataFileError
-from rate.estimators import Scores, estimate
 from rate.io import write_jsonl
+from rate.records import read_examples
 
 
 def ec(**kw) -> EffectsConfig:

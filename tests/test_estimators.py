@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
+from rate.effects.estimators import Scores, estimate
 from rate.errors import RateError
-from rate.estimators import Scores, estimate
 
 # Three W=1 examples and two W=0 examples.
 W = np.array([True, True, True, False, False])

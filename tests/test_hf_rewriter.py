@@ -13,11 +13,8 @@ import torch
 
 from rate.errors import ConfigError, TemplateError
 from rate.rewrite.base import RewriteRequest
-from rate.rewrite.hf_generate import (
-    HFGenerateOptions,
-    HFGenerateRewriter,
-    build_hf_generate_rewriter,
-)
+from rate.rewrite.hf_generate import HFGenerateRewriter, build_hf_generate_rewriter
+from rate.rewrite.options import HFGenerateOptions
 from rate.schema import from_dict
 
 WORDS = [
@@ -403,7 +400,7 @@ def test_create_dataset_with_a_local_model_through_a_template(llama_dir, tmp_pat
 
     from rate.config import load_config
     from rate.io import read_json
-    from rate.rewrite.stage import create_dataset
+    from rate.pipeline import create_dataset
     from rate.store import Layout
 
     rows = [

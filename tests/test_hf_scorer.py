@@ -12,8 +12,7 @@ import torch
 import yaml
 
 from rate.errors import TemplateError
-from rate.score.backends import build_scorer
-from rate.templates import load_scoring_template
+from rate.score.backends import build_scorer, load_scoring_template
 
 WORDS = [
     "the",

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from nbclient import NotebookClient
 
-from rate.effects import clean, compute_effects
-from rate.estimators import Scores
+from rate.effects.estimators import Scores
+from rate.effects.stage import clean, compute_effects
 from rate.io import atomic_write_json, write_jsonl
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "results.ipynb"

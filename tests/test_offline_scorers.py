@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rate.datasets.packaged import chatterbot_pairs, drug_reviews, package_dir
 from rate.errors import DataFileError, TemplateError
-from rate.score.backends import build_scorer
-from rate.templates import load_scoring_template
+from rate.packaged import chatterbot_pairs, drug_reviews, package_dir
+from rate.score.backends import build_scorer, load_scoring_template
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -165,7 +164,7 @@ def test_score_dataset_on_drug_reviews_with_both_offline_scorers(tmp_path):
     """score_dataset with MiniLM, then VADER added to the scored file; treatment_effects then
     finds positive reviews scored higher by both."""
     from rate.config import load_config
-    from rate.effects import treatment_effects
+    from rate.effects.stage import treatment_effects
     from rate.io import read_json
     from rate.score.stage import score_dataset
     from rate.store import Layout

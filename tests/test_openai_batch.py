@@ -22,13 +22,13 @@ from batch_server import FakeBatchServer
 
 from rate.errors import ConfigError, RateError
 from rate.rewrite.base import RewriteRequest
-from rate.rewrite.batch import OpenAIBatchOptions, OpenAIBatchRewriter, build_openai_batch_rewriter
 from rate.rewrite.batch.api import BatchAPIError
-from rate.rewrite.batch.backend import CRASH_ENV, CRASH_EXIT_CODE
 from rate.rewrite.batch.cache import ResponseCache
 from rate.rewrite.batch.estimate import BATCH_DISCOUNT
-from rate.rewrite.batch.manifest import RunLockedError, run_lock
+from rate.rewrite.batch.manifest import CRASH_ENV, CRASH_EXIT_CODE, RunLockedError, run_lock
 from rate.rewrite.batch.requests import batch_lines, split_lines
+from rate.rewrite.batch.rewriter import OpenAIBatchRewriter, build_openai_batch_rewriter
+from rate.rewrite.options import OpenAIBatchOptions
 from rate.schema import from_dict
 
 KEY = "sk-test-BATCH-SECRET-9876"  # recognisable, so a leak anywhere is easy to find

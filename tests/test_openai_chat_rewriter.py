@@ -12,17 +12,17 @@ import time
 import pytest
 from openai_server import CHAT_PATH, FakeOpenAIServer
 
-from rate.datasets.sources import stable_seed
 from rate.errors import ConfigError, RateError
 from rate.rewrite.base import RewriteRequest
 from rate.rewrite.openai_chat import (
     PLACEHOLDER_KEY,
     ChatAPIError,
-    OpenAIChatOptions,
     OpenAIChatRewriter,
     build_openai_chat_rewriter,
 )
+from rate.rewrite.options import OpenAIChatOptions
 from rate.schema import from_dict
+from rate.seeding import stable_seed
 
 KEY = "sk-test-SECRET-123"  # recognisable, so a leak anywhere is easy to find
 WHERE = "dataset_templates/example.yaml"

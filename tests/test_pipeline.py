@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import run_rate
 
-from rate.datafiles import read_examples
 from rate.io import read_json
+from rate.records import read_examples
 from rate.store import parse_name
 
 REFERENCE_KEYS = [

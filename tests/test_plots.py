@@ -8,19 +8,18 @@ import re
 import numpy as np
 import pytest
 
-from rate.effects import clean, compute_effects
+from rate.effects.estimators import Scores
+from rate.effects.stage import clean, compute_effects
 from rate.errors import ConfigError, DataFileError
-from rate.estimators import Scores
 from rate.io import atomic_write_json, read_json, write_jsonl
-from rate.plots import (
+from rate.plots.figures import (
     effects_figure,
-    effects_summary_table,
-    make_plots,
     rewrite_bias_figure,
-    sample_rewrites_table,
     score_distribution_figure,
     sweep_figure,
 )
+from rate.plots.stage import make_plots
+from rate.plots.tables import effects_summary_table, sample_rewrites_table
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -14,12 +14,12 @@ import pytest
 import yaml
 from batch_server import FakeBatchServer
 
+from rate.catalog import load_dataset_template
 from rate.config import load_config
 from rate.errors import DataFileError, TemplateError
 from rate.io import read_json
-from rate.rewrite.stage import create_dataset
+from rate.pipeline import create_dataset
 from rate.store import Layout
-from rate.templates import load_dataset_template
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 8  # the smoke size in these tests

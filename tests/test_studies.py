@@ -73,7 +73,7 @@ def test_demo_claims_on_the_full_world(full_world, tmp_path):
     """At the demo's size, with the signature on: RATE within 2 SE of the truth on the
     shortcut concepts, the naive estimate far off on the reward model. (Measured values and
     the cases where the single rewrite is not biased are in the issue's closing note.)"""
-    from rate.demo import run_pipeline
+    from rate.demos.tinyworld import run_pipeline
     from rate.store import Layout
 
     config = Path(__file__).resolve().parents[1] / "experiments" / "config.yaml"

@@ -8,14 +8,10 @@ import pytest
 import yaml
 from conftest import run_rate
 
+from rate.catalog import load_dataset_template, validate_all
 from rate.errors import TemplateError
-from rate.templates import (
-    dataset_template_names,
-    load_dataset_template,
-    load_scoring_template,
-    scoring_template_names,
-    validate_all,
-)
+from rate.score.backends import load_scoring_template
+from rate.templates import dataset_template_names, scoring_template_names
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOD = yaml.safe_load((ROOT / "dataset_templates" / "tinyrlhf_dune_pa.yaml").read_text())

@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from rate.datasets.base import Example
 from rate.datasets.perturb import Typos
-from rate.datasets.sources import Example
-from rate.datasets.wrules import Always, FieldAbove, ScorerAbove, TextMatches
+from rate.datasets.w_classifiers import Always, FieldAbove, ScorerAbove, TextMatches
 from rate.rewrite.base import RewriteRequest
 from rate.rewrite.checks import label_outputs, summarize
-from rate.rewrite.rules_en import (
-    FILLER,
-    RulesEnOptions,
-    RulesEnRewriter,
-    signature,
-)
+from rate.rewrite.options import FILLER, RulesEnOptions
+from rate.rewrite.rules_en import RulesEnRewriter, signature
 
 
 def ex(text: str, key: str = "k", **fields) -> Example:

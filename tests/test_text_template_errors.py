@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rate.catalog import load_dataset_template
 from rate.config import load_config
 from rate.errors import ConfigError, TemplateError
-from rate.rewrite.stage import create_dataset
+from rate.pipeline import create_dataset
 from rate.store import Layout
-from rate.templates import load_dataset_template
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = yaml.safe_load((ROOT / "dataset_templates" / "drugreview_length.yaml").read_text())

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from rate.datasets.sources import Example
-from rate.datasets.wrules import FieldAbove, FieldEquals, PythonRule, TokenSwap
+from rate.datasets.base import Example
+from rate.datasets.w_classifiers import FieldAbove, FieldEquals, PythonRule, TokenSwap
 from rate.errors import DataFileError, RateError, TemplateError
 from rate.rewrite.base import RewriteRequest, checked_outputs
+from rate.rewrite.options import TinyRewriterOptions
 from rate.rewrite.stage import select_examples
-from rate.rewrite.tinyworld import TinyRewriter, TinyRewriterOptions
+from rate.rewrite.tinyworld import TinyRewriter
 
 RULE = TokenSwap(token="pa", counterpart="ba")
 
@@ -125,7 +126,9 @@ def test_select_examples_exact_n_both_w_and_undefined_skipped():
 def test_jsonl_source_reads_shuffles_and_names_bad_rows(tmp_path):
     import json
 
-    from rate.datasets.sources import JsonlSource, JsonlStream, SourceContext
+    from rate.datasets.base import SourceContext
+    from rate.datasets.options import JsonlSource
+    from rate.datasets.sources import JsonlStream
 
     path = tmp_path / "reviews.jsonl"
     rows = [{"id": f"r{i}", "review": f"text {i}", "stars": i} for i in range(10)]

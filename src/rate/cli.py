@@ -6,9 +6,15 @@ import argparse
 import logging
 import sys
 
-from rate import __version__
+# The command modules only build parsers; each imports what its commands run when they run,
+# so that `rate --help` stays fast.
+from rate import __version__, pipeline_cli
+from rate.demos import cli as demo_cli
 from rate.errors import RateError
 from rate.settings import load_env, setup_logging
+from rate.slurm import cli as slurm_cli
+from rate.studies import cli as study_cli
+from rate.tinyrlhf import cli as tiny_cli
 
 log = logging.getLogger(__name__)
 
@@ -19,14 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    from rate import demo, demo_text, pipeline_cli
-    from rate.slurm import cli as slurm_cli
-    from rate.studies import cli as study_cli
-    from rate.tinyrlhf import cli as tiny_cli
-
     pipeline_cli.register(sub)
-    demo.register(sub)
-    demo_text.register(sub)
+    demo_cli.register(sub)
     slurm_cli.register(sub)
     study_cli.register(sub)
     tiny_cli.register(sub)

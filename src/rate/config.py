@@ -7,17 +7,19 @@ The sections and key names are those of the reference pipeline (``smoke_test``, 
 
 from __future__ import annotations
 
+import argparse
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from rate.errors import ConfigError
-from rate.schema import from_dict, to_dict
+from rate.schema import from_dict, opt, parse_assignment, to_dict
 from rate.settings import project_dir
 from rate.suggest import unknown_name_message
+from rate.templates import dataset_template_names, scoring_template_names
 
 DEFAULT_CONFIG = Path("experiments") / "config.yaml"
 
@@ -26,16 +28,27 @@ DEFAULT_CONFIG = Path("experiments") / "config.yaml"
 class RewritesConfig:
     """Stage 1, create_dataset."""
 
-    dataset_name: str  # a dataset template (dataset_templates/<name>.yaml)
-    n_examples: int | None = None  # exactly this many examples; None: the template's
-    smoke_n_examples: int = 60  # in smoke runs (both W values are always present)
-    seed: int = 0  # sampling, subsampling and the rewriter's randomness
-    batch_size: int = 512  # texts per rewriter call
-    # Write the rewrite requests and a token and cost estimate, then stop (no rewriting).
-    dry_run: bool = False
-    # Synchronous list prices per model, USD per million tokens, for the dry run's estimate:
-    # {model: {input_per_1m: .., output_per_1m: ..}} (the Batch API's discount is applied).
-    prices: dict[str, dict[str, float]] = field(default_factory=dict)
+    dataset_name: str = opt(help="a dataset template (dataset_templates/<name>.yaml)")
+    n_examples: int | None = opt(None, help="exactly this many examples; null: the template's")
+    smoke_n_examples: int = opt(
+        60, help="examples in smoke runs (both W values are always present)"
+    )
+    seed: int = opt(0, help="sampling, subsampling and the rewriter's randomness")
+    batch_size: int = opt(512, help="texts per rewriter call")
+    dry_run: bool = opt(
+        False,
+        help="write the rewrite requests and a token and cost estimate, then stop (no "
+        "rewriting; or `rate create_dataset --dry-run`)",
+    )
+    prices: dict[str, dict[str, float]] = opt(
+        help="synchronous list prices, USD per million tokens, for the dry run's estimate: "
+        "{model: {input_per_1m, output_per_1m}}; the Batch API's half price is applied. Check "
+        "the provider's current prices",
+        factory=lambda: {
+            "gpt-4o-2024-08-06": {"input_per_1m": 2.5, "output_per_1m": 10.0},
+            "gpt-4o-mini-2024-07-18": {"input_per_1m": 0.15, "output_per_1m": 0.6},
+        },
+    )
 
     def validate(self, where: str) -> None:
         for model, price in self.prices.items():
@@ -56,14 +69,21 @@ class RewritesConfig:
 class ScoringConfig:
     """Stage 2, score_dataset."""
 
-    model: str  # a scoring template (scoring_templates/<name>.yaml)
-    dataset_folder: str = "rewrites"  # rewrites: a new scored file; scored: add a reward model
-    dataset_name: str = ""  # the rewrites' dataset name (names the input and the output)
-    dataset_filename: str = "latest"  # a file in dataset_folder, or 'latest'
-    batch_size: int | None = None  # None: the scoring template's
-    # Examples per durable save. Texts of a chunk are sorted by length into batches, so a
-    # larger chunk pads less; a kill loses at most one chunk of work.
-    chunk_size: int = 512
+    model: str = opt(help="a scoring template (scoring_templates/<name>.yaml)")
+    dataset_folder: str = opt(
+        "rewrites",
+        help="rewrites: score a new dataset; scored: add a reward model to a scored file",
+    )
+    dataset_name: str = opt(
+        "", help="the dataset name of the input and the output; empty: rewrites.dataset_name"
+    )
+    dataset_filename: str = opt("latest", help="a file in dataset_folder, or 'latest'")
+    batch_size: int | None = opt(None, help="texts per forward pass; null: the template's")
+    chunk_size: int = opt(
+        512,
+        help="examples per durable save; a chunk's texts are sorted by length into batches (a "
+        "larger chunk pads less) and a kill loses at most one chunk",
+    )
 
     def validate(self, where: str) -> None:
         if self.chunk_size < 1:
@@ -81,20 +101,28 @@ class ScoringConfig:
 class EffectsConfig:
     """Stage 3, treatment_effects."""
 
-    dataset_name: str  # names the input (scored files starting with it) and the output
-    concept: str  # the attribute W, for the output name and the plots
-    score: str  # the reward model's short name, for the output name and the plots
-    reward_key: str  # the key of the scores in the scored file
-    dataset_filename: str = "latest"  # a file in data/scored (or dataset_folder), or 'latest'
-    dataset_folder: str | None = None  # a sub-folder of data/scored, as in the reference
-    n_bootstrap: int = 1000  # bootstrap resamples for percentile intervals (0: none)
-    bootstrap_seed: int = 0
-    level: float = 0.95  # interval coverage
-    group_by: str | None = None  # also estimate per value of this example field (e.g. family)
-    drop_incomplete: bool = False  # exclude examples missing a completion or a score
-    # Keep only examples whose two rewrites passed create_dataset's checks (reached their
-    # target W, not empty, not a refusal, not unchanged); the output says how many were kept.
-    only_successful_rewrites: bool = False
+    dataset_name: str = opt(help="names the input (scored files of this dataset) and the output")
+    concept: str = opt(help="the attribute W, for the output name and the plots")
+    score: str = opt(help="the reward model's short name, for the output name and the plots")
+    reward_key: str = opt(help="the key of the scores in the scored file")
+    dataset_filename: str = opt(
+        "latest", help="a file in data/scored (or dataset_folder), or 'latest'"
+    )
+    dataset_folder: str | None = opt(None, help="a sub-folder of data/scored, as in the reference")
+    n_bootstrap: int = opt(1000, help="bootstrap resamples for percentile intervals (0: none)")
+    bootstrap_seed: int = opt(0, help="the seed of the bootstrap resamples")
+    level: float = opt(0.95, help="the coverage of every interval")
+    group_by: str | None = opt(
+        None, help="also estimate per value of this field of the examples or their metadata"
+    )
+    drop_incomplete: bool = opt(
+        False, help="exclude examples missing a completion or a score (else an error)"
+    )
+    only_successful_rewrites: bool = opt(
+        False,
+        help="keep only examples whose two rewrites passed create_dataset's checks (reached "
+        "their target W, not empty, not a refusal, not unchanged); the output says how many",
+    )
 
     def validate(self, where: str) -> None:
         if self.n_bootstrap < 0:
@@ -105,10 +133,14 @@ class EffectsConfig:
 
 @dataclass
 class PlotsConfig:
-    """Stage 4, plots: which effect files to draw (file names in effects/, or 'latest')."""
+    """Stage 4, plots."""
 
-    effects_files: list[str] = field(default_factory=lambda: ["latest"])
-    formats: list[str] = field(default_factory=lambda: ["png"])
+    effects_files: list[str] = opt(
+        help="effect files to draw: names in effects/, or 'latest' (the newest of the effects "
+        "section's dataset, concept and score)",
+        factory=lambda: ["latest"],
+    )
+    formats: list[str] = opt(help="figure formats: png, pdf, svg", factory=lambda: ["png"])
 
     def validate(self, where: str) -> None:
         bad = [f for f in self.formats if f not in ("png", "pdf", "svg")]
@@ -124,39 +156,57 @@ _SLURM_MEM = re.compile(r"^\d+[KMGT]?$")
 
 @dataclass
 class StageResources:
-    """What one stage's SLURM job asks for; a null key takes the stage's default (rate.slurm)."""
+    """What one stage's SLURM job asks for; a key left out or null takes the stage's default."""
 
-    # Wall-time limit: MM, HH:MM:SS or D-HH:MM:SS, quoted ('12:00:00'; YAML reads 12:00:00
-    # unquoted as a number of seconds, which is refused).
-    time: str | int | None = None
-    cpus: int | None = None  # --cpus-per-task
-    mem: str | None = None  # --mem, e.g. 16G
-    gpus: int | None = None  # --gres=gpu:N; score_dataset asks for 1 by default
-    extra_args: list[str] = field(default_factory=list)  # more sbatch options for this stage
+    time: str | int | None = opt(
+        None,
+        help="wall-time limit: MM, HH:MM:SS or D-HH:MM:SS, quoted ('12:00:00': YAML reads it "
+        "unquoted as a number of seconds, which is refused)",
+    )
+    cpus: int | None = opt(None, help="--cpus-per-task")
+    mem: str | None = opt(None, help="--mem, e.g. 16G")
+    gpus: int | None = opt(None, help="--gres=gpu:N")
+    extra_args: list[str] = opt(help="more sbatch options for this stage", factory=list)
+
+
+# Sized for the reference workload (25,000 examples x 3 completions, 8B reward models in bf16):
+# scoring takes one GPU and the host memory to load an 8B model; the other stages are CPU work.
+DEFAULT_STAGE_RESOURCES: dict[str, StageResources] = {
+    "create_dataset": StageResources(time="04:00:00", cpus=4, mem="16G", gpus=0),
+    "score_dataset": StageResources(time="12:00:00", cpus=8, mem="64G", gpus=1),
+    "merge_scores": StageResources(time="01:00:00", cpus=1, mem="16G", gpus=0),
+    "treatment_effects": StageResources(time="02:00:00", cpus=4, mem="16G", gpus=0),
+    "plots": StageResources(time="00:30:00", cpus=1, mem="8G", gpus=0),
+}
+
+
+def _stage(name: str) -> Any:
+    default = DEFAULT_STAGE_RESOURCES[name]
+    return opt(
+        help=f"the {name} job's resources",
+        factory=lambda: StageResources(default.time, default.cpus, default.mem, default.gpus),
+    )
 
 
 @dataclass
 class SlurmConfig:
     """SLURM jobs for the stages, used when PARTITION is set (`make`) or by `rate submit`."""
 
-    partition: str | None = None  # null: the PARTITION setting (.env or the command line)
-    # score_dataset as a job array of this many shards (one GPU each) and one merge job.
-    shards: int = 1
-    extra_args: list[str] = field(default_factory=list)  # sbatch options for every job
-    create_dataset: StageResources = field(default_factory=StageResources)
-    score_dataset: StageResources = field(default_factory=StageResources)
-    merge_scores: StageResources = field(default_factory=StageResources)
-    treatment_effects: StageResources = field(default_factory=StageResources)
-    plots: StageResources = field(default_factory=StageResources)
+    partition: str | None = opt(None, help="null: the PARTITION setting (.env or the command line)")
+    shards: int = opt(
+        1, help="score_dataset as a job array of this many shards (one GPU each) and a merge job"
+    )
+    extra_args: list[str] = opt(
+        help="sbatch options for every job, e.g. [--account=mylab]", factory=list
+    )
+    create_dataset: StageResources = _stage("create_dataset")
+    score_dataset: StageResources = _stage("score_dataset")
+    merge_scores: StageResources = _stage("merge_scores")
+    treatment_effects: StageResources = _stage("treatment_effects")
+    plots: StageResources = _stage("plots")
 
     def stages(self) -> dict[str, StageResources]:
-        return {
-            "create_dataset": self.create_dataset,
-            "score_dataset": self.score_dataset,
-            "merge_scores": self.merge_scores,
-            "treatment_effects": self.treatment_effects,
-            "plots": self.plots,
-        }
+        return {name: getattr(self, name) for name in DEFAULT_STAGE_RESOURCES}
 
     def validate(self, where: str) -> None:
         if self.partition is not None and not self.partition.strip():
@@ -200,13 +250,17 @@ def _check_sbatch_args(args: list[str], key: str) -> None:
 
 @dataclass
 class Config:
+    """An experiment: one section per stage."""
+
     rewrites: RewritesConfig
     scoring: ScoringConfig
     effects: EffectsConfig
-    smoke_test: bool = False
-    plots: PlotsConfig = field(default_factory=PlotsConfig)
-    world: str | None = None  # the tiny RLHF world; None: PROJECT_DIR/tinyrlhf/world
-    slurm: SlurmConfig = field(default_factory=SlurmConfig)  # jobs when PARTITION is set
+    smoke_test: bool = opt(
+        False, help="small runs that cost little; output names end in _smoke_test"
+    )
+    plots: PlotsConfig = opt(help="stage 4", factory=PlotsConfig)
+    world: str | None = opt(None, help="the tiny RLHF world; null: PROJECT_DIR/tinyrlhf/world")
+    slurm: SlurmConfig = opt(help="jobs when PARTITION is set", factory=SlurmConfig)
 
     def world_dir(self) -> Path:
         return Path(self.world).expanduser() if self.world else project_dir() / "tinyrlhf" / "world"
@@ -232,17 +286,8 @@ def _read_yaml(path: Path) -> Any:
 
 
 def apply_override(data: dict, text: str, where: str = "--set") -> None:
-    """Apply ``section.key=value`` (value parsed as YAML) to the raw config mapping."""
-    if "=" not in text:
-        raise ConfigError(f"{where} {text!r}: expected section.key=value, e.g. effects.level=0.9")
-    dotted, raw = text.split("=", 1)
-    parts = [p.strip() for p in dotted.split(".")]
-    if not all(parts):
-        raise ConfigError(f"{where} {text!r}: empty key")
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
-        value = raw
+    """Apply ``section.key=value`` (:func:`rate.schema.parse_value`) to the raw config."""
+    parts, value = parse_assignment(text, where)
     node = data
     for i, part in enumerate(parts[:-1]):
         child = node.get(part)
@@ -253,6 +298,19 @@ def apply_override(data: dict, text: str, where: str = "--set") -> None:
             raise ConfigError(f"{where} {text!r}: '{prefix}' is a value, not a section")
         node = child
     node[parts[-1]] = value
+
+
+def add_config_args(p: argparse.ArgumentParser) -> None:
+    """--config and the repeatable --set overrides, as every stage command takes them."""
+    p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="experiment config (YAML)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override a config key (repeatable), e.g. --set effects.n_bootstrap=200",
+    )
 
 
 def load_config(path: Path, overrides: list[str] = ()) -> Config:
@@ -272,7 +330,6 @@ def load_config(path: Path, overrides: list[str] = ()) -> Config:
 
 def check_templates(config: Config, where: str) -> None:
     """The templates the config names must exist (close names are suggested)."""
-    from rate.templates import dataset_template_names, scoring_template_names
 
     for kind, key, name, known in (
         (

@@ -9,25 +9,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+from functools import partial
 from pathlib import Path
 
-from rate.config import DEFAULT_CONFIG, Config, load_config
+from rate.config import DEFAULT_CONFIG, Config, add_config_args, load_config
+from rate.settings import setup_logging
 from rate.store import Layout, timestamp
 
 log = logging.getLogger(__name__)
-
-
-def config_args(p: argparse.ArgumentParser) -> None:
-    """--config and the repeatable --set overrides, as every stage command takes them."""
-    p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="experiment config (YAML)")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="SECTION.KEY=VALUE",
-        help="override a config key (repeatable), e.g. --set effects.n_bootstrap=200",
-    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         ("plot", cmd_plot, "stage 4: figures from effect files"),
     ):
         p = sub.add_parser(name, help=help_)
-        config_args(p)
+        add_config_args(p)
         if name == "create_dataset":
             p.add_argument(
                 "--dry-run",
@@ -50,6 +39,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                 "--shard", metavar="I/N", help="score only shard I of N (numbered from 0)"
             )
         p.set_defaults(func=func)
+    p = sub.add_parser(
+        "config",
+        help="every config key with its type, default and help (or a complete commented YAML)",
+    )
+    p.add_argument("--config", type=Path, help="show this config's values (with --yaml)")
+    p.add_argument("--set", dest="overrides", action="append", default=[])
+    form = p.add_mutually_exclusive_group()
+    form.add_argument("--yaml", action="store_true", help="a complete commented config file")
+    form.add_argument("--markdown", action="store_true", help="the reference as a table")
+    p.set_defaults(func=cmd_config)
     p = sub.add_parser("validate", help="check every template (and a config, if given)")
     p.add_argument("--config", type=Path, help="also validate this experiment config")
     p.add_argument("--set", dest="overrides", action="append", default=[])
@@ -57,15 +56,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     # Sharded scoring: `score_dataset --shard I/N` per shard (one GPU each; `rate submit` runs
     # them as a SLURM job array), then merge_scores writes the one scored file.
     p = sub.add_parser("merge_scores", help="merge the N shards of a sharded score_dataset")
-    config_args(p)
+    add_config_args(p)
     p.add_argument("--shards", type=int, required=True, metavar="N", help="number of shards")
     p.add_argument("--array-job", help="the shards' SLURM array job id (named when one failed)")
     p.set_defaults(func=cmd_merge_scores)
 
 
 def _start(args: argparse.Namespace, stage: str) -> tuple[Config, Layout]:
-    from rate.settings import setup_logging
-
     config = load_config(args.config, args.overrides)
     layout = Layout.from_env()
     suffix = "_smoke_test" if config.smoke_test else ""
@@ -75,8 +72,11 @@ def _start(args: argparse.Namespace, stage: str) -> tuple[Config, Layout]:
     return config, layout
 
 
+# Each command imports the stage it runs when it runs, to keep `rate --help` fast.
+
+
 def cmd_create_dataset(args: argparse.Namespace) -> int:
-    from rate.rewrite.stage import create_dataset
+    from rate.pipeline import create_dataset
 
     if args.dry_run:
         args.overrides = [*args.overrides, "rewrites.dry_run=true"]
@@ -85,7 +85,7 @@ def cmd_create_dataset(args: argparse.Namespace) -> int:
 
 
 def cmd_score_dataset(args: argparse.Namespace) -> int:
-    from rate.score.stage import score_dataset
+    from rate.pipeline import score_dataset
 
     if args.shard:
         return cmd_score_shard(args)
@@ -94,22 +94,37 @@ def cmd_score_dataset(args: argparse.Namespace) -> int:
 
 
 def cmd_treatment_effects(args: argparse.Namespace) -> int:
-    from rate.effects import treatment_effects
+    from rate.pipeline import treatment_effects
 
     print(treatment_effects(*_start(args, "treatment_effects")))
     return 0
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from rate.plot_stage import plot_stage
+    from rate.pipeline import plot_stage
 
     for path in plot_stage(*_start(args, "plots")):
         print(path)
     return 0
 
 
+def cmd_config(args: argparse.Namespace) -> int:
+    from rate.config_docs import config_yaml, reference_markdown, reference_text, title_of
+
+    if args.yaml:
+        path = args.config or DEFAULT_CONFIG
+        config = load_config(path, args.overrides)
+        title = title_of(path.read_text(encoding="utf-8")) or f"{path}, every key written out"
+        print(config_yaml(config, title), end="")
+    elif args.markdown:
+        print(reference_markdown(), end="")
+    else:
+        print(reference_text(), end="")
+    return 0
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
-    from rate.templates import validate_all
+    from rate.catalog import validate_all
 
     failures = 0
     for kind, name, error in validate_all():
@@ -135,8 +150,6 @@ def cmd_score_shard(args: argparse.Namespace) -> int:
 
 
 def cmd_merge_scores(args: argparse.Namespace) -> int:
-    from functools import partial
-
     from rate.score.shards import merge_shards
     from rate.slurm.jobs import explain_shard
 

@@ -1,21 +1,76 @@
-"""Typed configs from plain dicts: dataclasses in, clear errors out.
+"""Typed configs from plain dicts: dataclasses in, clear errors out, help beside each field.
 
 ``from_dict(Cls, data, where)`` builds a (possibly nested) dataclass from JSON/YAML data,
 rejecting unknown keys (naming the closest valid one), missing required keys and values of the
 wrong type. Every message starts with ``where`` (a file, optionally with a key path).
+
+``opt(default, help=...)`` declares a field with its help text, as TRL's configs do;
+``field_docs`` lists every key of a config with its type, default and help, so that the
+command line and the documentation are generated from the code and cannot drift from it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import types
 import typing
 from typing import Any, TypeVar, Union
+
+import yaml
 
 from rate.errors import ConfigError
 from rate.suggest import closest, unknown_name_message
 
 T = TypeVar("T")
+MISSING = dataclasses.MISSING
+
+
+def opt(default: Any = MISSING, *, help: str, factory: Any = MISSING) -> Any:
+    """A dataclass field with its help text; ``factory`` makes a fresh mutable default."""
+    if factory is not MISSING:
+        return dataclasses.field(default_factory=factory, metadata={"help": help})
+    return dataclasses.field(default=default, metadata={"help": help})
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldDoc:
+    """One key of a config: its full path, type, default (MISSING: required) and help."""
+
+    key: str
+    type: str
+    default: Any
+    help: str
+
+    @property
+    def required(self) -> bool:
+        return self.default is MISSING
+
+
+def field_default(f: dataclasses.Field) -> Any:
+    if f.default is not MISSING:
+        return f.default
+    if f.default_factory is not MISSING:
+        return f.default_factory()
+    return MISSING
+
+
+def field_docs(cls: type, prefix: str = "", defaults: Any = None) -> list[FieldDoc]:
+    """Every key of ``cls``, nested dataclass sections expanded, in declaration order;
+    ``defaults`` is the section's default instance where it differs from the class's."""
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        key = _join(prefix, f.name)
+        tp = hints[f.name]
+        default = getattr(defaults, f.name) if defaults is not None else field_default(f)
+        if dataclasses.is_dataclass(tp):
+            out += field_docs(tp, key, default if default is not MISSING else None)
+            continue
+        out.append(FieldDoc(key, _type_name(tp), default, f.metadata.get("help", "")))
+    return out
 
 
 def _join(path: str, key: str) -> str:
@@ -120,18 +175,27 @@ def to_dict(obj: Any) -> Any:
     return dataclasses.asdict(obj)
 
 
-def parse_override(text: str, where: str = "--override") -> tuple[str, Any]:
-    """Parse ``key=json_value`` (a bare word that is not JSON is taken as a string)."""
-    import json
-
-    if "=" not in text:
-        raise ConfigError(f"{where}: expected key=value, got {text!r}")
-    key, raw = text.split("=", 1)
-    key = key.strip()
-    if not key:
-        raise ConfigError(f"{where}: empty key in {text!r}")
+def parse_value(raw: str) -> Any:
+    """A value given on the command line: JSON where it parses as JSON (so 1e-3 is a number),
+    else YAML (unquoted strings, {a: 1} mappings, '12:00:00' quoted); empty is ''."""
+    if not raw.strip():
+        return ""
     try:
-        value = json.loads(raw)
+        return json.loads(raw)
     except json.JSONDecodeError:
-        value = raw
-    return key, value
+        pass
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return raw
+
+
+def parse_assignment(text: str, where: str) -> tuple[list[str], Any]:
+    """``key=value`` or ``section.key=value`` -> (the key's parts, the parsed value)."""
+    if "=" not in text:
+        raise ConfigError(f"{where} {text!r}: expected key=value, e.g. effects.level=0.9")
+    dotted, raw = text.split("=", 1)
+    parts = [p.strip() for p in dotted.split(".")]
+    if not all(parts):
+        raise ConfigError(f"{where} {text!r}: empty key")
+    return parts, parse_value(raw)

@@ -128,6 +128,19 @@ def resolve_input(folder: Path, filename: str, stem_prefix: str, ext: str, smoke
     return path
 
 
+def effects_stem(dataset_name: str, concept: str, score: str) -> str:
+    """The name of an effect file before its stamp."""
+    return f"{dataset_name}_{concept}_{score}_treatment_effects"
+
+
+def scored_stem(source: Path, prefix: str) -> str:
+    """The stem of a scored file made from ``source``: adding a model to a scored file keeps
+    its dataset name (``<name>_scored_<stamp>`` -> ``<name>``)."""
+    parsed = parse_name(source)
+    stem = parsed[0] if parsed else source.stem
+    return stem.removesuffix("_scored") or prefix
+
+
 def meta_path(path: Path) -> Path:
     return path.with_name(path.name + ".meta.json")
 

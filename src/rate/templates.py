@@ -1,11 +1,17 @@
-"""Dataset and scoring templates: declarative YAML files found by name, validated on load.
+"""Dataset and scoring templates: declarative YAML files, found by name and parsed with clear
+errors. This module knows no registry: the parsers take the registries they check parts
+against (the catalogue, :mod:`rate.catalog`, and :mod:`rate.score.backends` pass them in).
 
 A template is ``<folder>/<name>.yaml`` in ``dataset_templates/`` or ``scoring_templates/``. The
 folders searched, first match wins: those in RATE_TEMPLATE_PATH (colon-separated roots that
-hold the two folders), the current directory, and the repository this package lives in. Each
-part with a kind (a dataset's ``source``, ``w_classifier`` and ``rewriter``, a scorer's
-``backend``) is checked against that kind's own typed options. An unknown name is an error that
-suggests the close ones; a template that does not parse is an error, never skipped.
+hold the two folders), the current directory, and the repository this package lives in.
+
+``include: <name>`` (a template of the same folder) or ``include: <file>.yaml`` (relative to
+the including file) starts a template from another one, as lm-evaluation-harness's tasks do.
+The including file's keys override: a mapping is merged key by key, except a part that names
+another kind (``source.kind``, ``w_classifier.rule``, ``rewriter.backend``, ``perturb.kind``,
+or a scoring template's ``backend``), which replaces the included part whole. ``name`` is never
+inherited: every template names itself after its file.
 """
 
 from __future__ import annotations
@@ -13,7 +19,6 @@ from __future__ import annotations
 import os
 import re
 import string
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +26,7 @@ from typing import Any
 import yaml
 
 from rate.errors import ConfigError, TemplateError
+from rate.registry import Kind, typed_part
 from rate.schema import from_dict
 from rate.suggest import unknown_name_message
 
@@ -30,6 +36,18 @@ _REPO_ROOT = Path(__file__).resolve().parents[2]
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 W_KEYS = ("w=1", "w=0")
 PROMPT_FIELDS = {"original_completion", "w_counterfactual_string"}
+# The key that names the kind of each part, for `include:` (a part of another kind replaces).
+PART_KIND_KEYS = {
+    "source": "kind",
+    "w_classifier": "rule",
+    "rewriter": "backend",
+    "perturb": "kind",
+}
+SCORING_COMMON = ("name", "reward_key", "backend", "description", "batch_size")
+
+
+# ---------------------------------------------------------------------------------------------
+# Finding and reading template files
 
 
 def template_roots() -> list[Path]:
@@ -43,7 +61,7 @@ def template_roots() -> list[Path]:
     return out
 
 
-def _index(folder: str) -> dict[str, Path]:
+def template_index(folder: str) -> dict[str, Path]:
     """name -> file, first root wins."""
     found: dict[str, Path] = {}
     for root in template_roots():
@@ -56,15 +74,16 @@ def _index(folder: str) -> dict[str, Path]:
 
 
 def dataset_template_names() -> list[str]:
-    return sorted(_index(DATASET_FOLDER))
+    return sorted(template_index(DATASET_FOLDER))
 
 
 def scoring_template_names() -> list[str]:
-    return sorted(_index(SCORING_FOLDER))
+    return sorted(template_index(SCORING_FOLDER))
 
 
-def _find(folder: str, name: str, kind: str) -> Path:
-    index = _index(folder)
+def find_template(folder: str, name: str, kind: str) -> Path:
+    """The file of template ``name`` in ``folder``; an unknown name suggests close ones."""
+    index = template_index(folder)
     if name not in index:
         roots = ", ".join(str(r / folder) for r in template_roots())
         raise TemplateError(
@@ -73,7 +92,7 @@ def _find(folder: str, name: str, kind: str) -> Path:
     return index[name]
 
 
-def _read(path: Path) -> dict:
+def _read_yaml(path: Path) -> dict:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
@@ -89,38 +108,70 @@ def _read(path: Path) -> dict:
     return data
 
 
-# ---------------------------------------------------------------------------------------------
-# Kinds: each part with a kind has a registry of name -> typed options (a dataclass).
+def _merge(base: dict, over: dict, kind_keys: dict[str, str]) -> dict:
+    """``over`` on top of ``base``: mappings merge key by key, unless ``kind_keys`` says the
+    part's kind changed (then ``over``'s part replaces ``base``'s whole)."""
+    out = dict(base)
+    for key, value in over.items():
+        old = out.get(key)
+        if isinstance(old, dict) and isinstance(value, dict):
+            kind = kind_keys.get(key)
+            same_kind = kind is None or value.get(kind, old.get(kind)) == old.get(kind)
+            out[key] = _merge(old, value, {}) if same_kind else dict(value)
+        else:
+            out[key] = value
+    return out
 
 
-@dataclass(frozen=True)
-class Kind:
-    options: type  # a dataclass validated with rate.schema.from_dict
-    build: Callable[..., Any]  # the factory; its arguments depend on the part
-    help: str = ""
-
-
-def typed_part(
-    registry: dict[str, Kind], data: Any, kind_key: str, where: str, path: str
-) -> tuple[str, Any]:
-    """Validate ``{kind_key: name, **options}`` against the registry -> (name, options)."""
-    if not isinstance(data, dict):
-        raise TemplateError(f"{where}: key '{path}' must be a mapping with '{kind_key}:'")
-    data = dict(data)
-    name = data.pop(kind_key, None)
-    if name is None:
-        raise TemplateError(
-            f"{where}: key '{path}.{kind_key}' is missing; one of {', '.join(registry)}"
-        )
-    if name not in registry:
-        raise TemplateError(
-            unknown_name_message(kind_key, str(name), registry, where=f"{where}: key '{path}'")
-        )
+def _included_path(path: Path, name: Any, folder: str) -> Path:
+    where = f"{path}: key 'include'"
+    if not isinstance(name, str) or not name.strip():
+        raise TemplateError(f"{where}: name a template of {folder}/ or a .yaml file")
+    if name.endswith((".yaml", ".yml")) or "/" in name:
+        target = (path.parent / name).resolve()
+        if not target.is_file():
+            raise TemplateError(f"{where}: no such file {target}")
+        return target
     try:
-        options = from_dict(registry[name].options, data, where, path)
+        return find_template(folder, name, f"template to include from {folder}")
+    except TemplateError as err:
+        raise TemplateError(f"{where}: {err}") from None
+
+
+def read_template(path: Path, folder: str, _seen: tuple[Path, ...] = ()) -> tuple[dict, list]:
+    """The template's keys with its ``include:`` chain applied, and the chain's files."""
+    data = _read_yaml(path)
+    if "include" not in data:
+        return data, []
+    target = _included_path(path, data.pop("include"), folder)
+    if target.resolve() in (*_seen, path.resolve()):
+        chain = " -> ".join(str(p) for p in (*_seen, path.resolve(), target.resolve()))
+        raise TemplateError(f"{path}: key 'include' makes a loop ({chain}); break it")
+    base, chain = read_template(target, folder, (*_seen, path.resolve()))
+    base.pop("name", None)  # a template always names itself
+    if folder == SCORING_FOLDER and "backend" in data and data["backend"] != base.get("backend"):
+        base = {k: v for k, v in base.items() if k in SCORING_COMMON}
+    return _merge(base, data, PART_KIND_KEYS), [str(target), *chain]
+
+
+def _check_name(name: str, path: Path) -> None:
+    if name != path.stem:
+        raise TemplateError(
+            f"{path}: key 'name' is {name!r} but the file is {path.name}; they must agree "
+            "(templates are found by file name)"
+        )
+    if not _NAME.match(name):
+        raise TemplateError(f"{path}: name {name!r}: use letters, digits, '_', '-' and '.'")
+
+
+def _typed(cls: type, data: dict, where: str) -> Any:
+    if "dataset_name" in data and "name" not in data:
+        # The reference's configs call the dataset 'dataset_name'; a template calls it 'name'.
+        raise TemplateError(f"{where}: a template names itself with 'name:', not 'dataset_name:'")
+    try:
+        return from_dict(cls, data, where)
     except ConfigError as err:
         raise TemplateError(str(err)) from None
-    return name, options
 
 
 # ---------------------------------------------------------------------------------------------
@@ -142,8 +193,9 @@ class DatasetTemplate:
     # Optional: how to check that rewrites reached their target W when the W rule cannot read
     # W off text (a rating, a label): {scorer: <scoring template>, threshold: .., margin: ..}.
     rewrite_check: dict[str, Any] | None = None
-    # Filled in on load: the file, and the validated kinds with their options.
+    # Filled in on load: the file, the files it includes, and the validated parts.
     path: str = field(default="", init=False)
+    includes: list[str] = field(default_factory=list, init=False)
     parts: dict[str, tuple[str, Any]] = field(default_factory=dict, init=False)
 
     def validate(self, where: str) -> None:
@@ -173,11 +225,16 @@ class DatasetTemplate:
         target = self.w_strings["w=1" if target_w else "w=0"]
         return self.rewrite_prompt.format(original_completion=text, w_counterfactual_string=target)
 
+    def part(self, name: str) -> Any:
+        """The validated options of a part (``source``, ``w_classifier``, ``rewriter``, ...)."""
+        return self.parts[name][1]
+
     def record(self) -> dict:
-        """The template as written, for metadata records."""
+        """The template as written (includes applied), for metadata records."""
         return {
             "name": self.name,
             "path": self.path,
+            "includes": self.includes,
             "description": self.description,
             "source": self.source,
             "w_classifier": self.w_classifier,
@@ -190,61 +247,41 @@ class DatasetTemplate:
         }
 
 
-def load_dataset_template(name: str) -> DatasetTemplate:
-    from rate.datasets.sources import SOURCES
-    from rate.datasets.wrules import RULES
-    from rate.rewrite.backends import REWRITERS
+@dataclass(frozen=True)
+class DatasetKinds:
+    """The registries a dataset template's parts are checked against."""
 
-    path = _find(DATASET_FOLDER, name, "dataset template")
-    return parse_dataset_template(path, SOURCES, RULES, REWRITERS)
+    sources: dict[str, Kind]
+    rules: dict[str, Kind]
+    rewriters: dict[str, Kind]
+    perturbations: dict[str, Kind]
 
 
-def parse_dataset_template(path: Path, sources, rules, rewriters) -> DatasetTemplate:
-    data, where = _read(path), str(path)
-    try:
-        t = from_dict(DatasetTemplate, data, where)
-    except ConfigError as err:
-        raise TemplateError(str(err)) from None
+def parse_dataset_template(path: Path, kinds: DatasetKinds) -> DatasetTemplate:
+    data, includes = read_template(path, DATASET_FOLDER)
+    where = str(path)
+    t = _typed(DatasetTemplate, data, where)
     _check_name(t.name, path)
-    t.path = str(path)
+    t.path, t.includes = str(path), includes
     t.parts = {
-        "source": typed_part(sources, t.source, "kind", where, "source"),
-        "w_classifier": typed_part(rules, t.w_classifier, "rule", where, "w_classifier"),
-        "rewriter": typed_part(rewriters, t.rewriter, "backend", where, "rewriter"),
+        "source": typed_part(kinds.sources, t.source, "kind", where, "source"),
+        "w_classifier": typed_part(kinds.rules, t.w_classifier, "rule", where, "w_classifier"),
+        "rewriter": typed_part(kinds.rewriters, t.rewriter, "backend", where, "rewriter"),
     }
     if t.perturb is not None:
-        from rate.datasets.perturb import PERTURBATIONS
-
-        t.parts["perturb"] = typed_part(PERTURBATIONS, t.perturb, "kind", where, "perturb")
+        t.parts["perturb"] = typed_part(kinds.perturbations, t.perturb, "kind", where, "perturb")
     if t.rewrite_check is not None:
-        from rate.datasets.wrules import ScorerAbove
-
+        # A check reads W with a scorer: the scorer_above rule's options, without 'rule:'.
+        check = {"rule": "scorer_above", **t.rewrite_check}
+        only = {"scorer_above": kinds.rules["scorer_above"]}
+        t.parts["rewrite_check"] = typed_part(only, check, "rule", where, "rewrite_check")
+    # Rules that span parts (e.g. the tiny rewriter needs a token W rule) are the parts' own.
+    for _, options in t.parts.values():
         try:
-            check = from_dict(ScorerAbove, t.rewrite_check, where, "rewrite_check")
-            check.check_template(t, where)
+            options.check_template(t, where)
         except ConfigError as err:
-            raise TemplateError(str(err).replace("w_classifier", "rewrite_check")) from None
-        t.parts["rewrite_check"] = ("scorer_above", check)
-    # Cross-part rules (e.g. the tiny rewriter needs a token W rule) are checked by the parts.
-    for part in ("source", "w_classifier", "rewriter"):
-        kind, options = t.parts[part]
-        check = getattr(options, "check_template", None)
-        if callable(check):
-            try:
-                check(t, where)
-            except ConfigError as err:
-                raise TemplateError(str(err)) from None
+            raise TemplateError(str(err)) from None
     return t
-
-
-def _check_name(name: str, path: Path) -> None:
-    if name != path.stem:
-        raise TemplateError(
-            f"{path}: key 'name' is {name!r} but the file is {path.name}; they must agree "
-            "(templates are found by file name)"
-        )
-    if not _NAME.match(name):
-        raise TemplateError(f"{path}: name {name!r}: use letters, digits, '_', '-' and '.'")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,15 +295,17 @@ class ScoringTemplate:
     backend: str
     description: str = ""
     batch_size: int = 64
-    # Filled in on load: the backend's own keys as written, validated, and the file.
+    # Filled in on load: the backend's own keys as written, validated, and the files.
     options: dict[str, Any] = field(default_factory=dict, init=False)
     spec: Any = field(default=None, init=False)
     path: str = field(default="", init=False)
+    includes: list[str] = field(default_factory=list, init=False)
 
     def record(self) -> dict:
         return {
             "name": self.name,
             "path": self.path,
+            "includes": self.includes,
             "reward_key": self.reward_key,
             "backend": self.backend,
             "description": self.description,
@@ -275,45 +314,17 @@ class ScoringTemplate:
         }
 
 
-_SCORING_COMMON = ("name", "reward_key", "backend", "description", "batch_size")
-
-
-def load_scoring_template(name: str) -> ScoringTemplate:
-    from rate.score.backends import SCORERS
-
-    path = _find(SCORING_FOLDER, name, "scoring template")
-    return parse_scoring_template(path, SCORERS)
-
-
-def parse_scoring_template(path: Path, scorers) -> ScoringTemplate:
-    data, where = _read(path), str(path)
-    common = {k: v for k, v in data.items() if k in _SCORING_COMMON}
-    options = {k: v for k, v in data.items() if k not in _SCORING_COMMON}
-    try:
-        t = from_dict(ScoringTemplate, common, where)
-    except ConfigError as err:
-        raise TemplateError(str(err)) from None
+def parse_scoring_template(path: Path, scorers: dict[str, Kind]) -> ScoringTemplate:
+    data, includes = read_template(path, SCORING_FOLDER)
+    where = str(path)
+    common = {k: v for k, v in data.items() if k in SCORING_COMMON}
+    options = {k: v for k, v in data.items() if k not in SCORING_COMMON}
+    t = _typed(ScoringTemplate, common, where)
     _check_name(t.name, path)
     if t.batch_size < 1:
         raise TemplateError(f"{where}: key 'batch_size' must be >= 1")
     if not t.reward_key.strip():
         raise TemplateError(f"{where}: key 'reward_key' must not be empty")
     _, t.spec = typed_part(scorers, {"backend": t.backend, **options}, "backend", where, "")
-    t.options, t.path = options, str(path)
+    t.options, t.path, t.includes = options, str(path), includes
     return t
-
-
-def validate_all() -> list[tuple[str, str, str | None]]:
-    """Load every template; -> [(kind, name, error or None)]. Never stops at the first error."""
-    results: list[tuple[str, str, str | None]] = []
-    for kind, names, load in (
-        ("dataset", dataset_template_names(), load_dataset_template),
-        ("scoring", scoring_template_names(), load_scoring_template),
-    ):
-        for name in names:
-            try:
-                load(name)
-                results.append((kind, name, None))
-            except TemplateError as err:
-                results.append((kind, name, str(err)))
-    return results

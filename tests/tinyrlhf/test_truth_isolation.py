@@ -24,7 +24,7 @@ ALLOWED = {
     "rate.tinyrlhf.evaluate",
     "rate.tinyrlhf.build",
     "rate.tinyrlhf.cli",
-    "rate.demo",
+    "rate.demos.tinyworld",
     "rate.bench.world",  # times the truth evaluation
     "rate.score.tinyworld",  # the oracle scorer: true quality as a scoring template
 }
@@ -40,9 +40,9 @@ MUST_STAY_BLIND = [
     "rate.rewrite.tinyworld",
     "rate.rewrite.stage",
     "rate.datasets.sources",
-    "rate.effects",
-    "rate.estimators",
-    "rate.bootstrap",
+    "rate.effects.stage",
+    "rate.effects.estimators",
+    "rate.effects.bootstrap",
 ]
 
 

@@ -21,10 +21,15 @@ from pathlib import Path
 
 import torch
 
+from rate.bench.batch import bench_batch, render_batch
 from rate.bench.pipeline import bench_pipeline, render_pipeline
+from rate.bench.scoring import bench_scoring, render_scoring
+from rate.bench.slurm import HEADING, write_section
+from rate.bench.text import bench_text, render_text
 from rate.bench.world import bench_eval, bench_rl, bench_world, render_world
 from rate.io import atomic_write_text
 from rate.settings import setup_logging
+from rate.tinyrlhf.data import require_world
 
 log = logging.getLogger(__name__)
 
@@ -68,17 +73,11 @@ def render(r: dict, command: str) -> str:
     if "demo_after_world_s" in r:
         lines += render_pipeline(r, measured.get("pipeline"))
     if "drug" in r:
-        from rate.bench.scoring import render_scoring
-
         lines += [*render_scoring(r)[:2], f"Measured {measured.get('scoring')}.", ""]
         lines += render_scoring(r)[2:]
     if "requests_s" in r:
-        from rate.bench.text import render_text
-
         lines += render_text(r, measured.get("text"))
     if "batch_prepare_s" in r:
-        from rate.bench.batch import render_batch
-
         lines += render_batch(r, measured.get("batch"))
     lines += [
         "Raw figures:",
@@ -128,31 +127,22 @@ def main(argv: list[str] | None = None) -> int:
             measured["world"] = today
         if "pipeline" in sections:
             if "world" not in sections:
-                from rate.tinyrlhf.data import require_world
-
                 require_world(world)
             results.update(bench_pipeline(world, tmp))
             measured["pipeline"] = today
         if "scoring" in sections:
-            from rate.bench.scoring import bench_scoring
-
             results.update(bench_scoring())
             measured["scoring"] = today
         if "text" in sections:
-            from rate.bench.text import bench_text
-
             results.update(bench_text())
             measured["text"] = today
         if "batch" in sections:
-            from rate.bench.batch import bench_batch
-
             results.update(bench_batch())
             measured["batch"] = today
     command = "make bench" if args.world is None else "python -m rate.bench --world <built world>"
     previous = args.out.read_text() if args.out.exists() else ""
     atomic_write_text(args.out, render(results, command))
     # The SLURM section is measured on a cluster by rate.bench.slurm; keep it as it was.
-    from rate.bench.slurm import HEADING, write_section
 
     if HEADING in previous:
         kept = HEADING + previous.split(HEADING, 1)[1].split("\n## ", 1)[0]

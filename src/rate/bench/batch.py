@@ -15,6 +15,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from rate.rewrite.base import RewriteRequest
+from rate.rewrite.batch.requests import batch_lines
+from rate.rewrite.batch.rewriter import build_openai_batch_rewriter
+from rate.rewrite.options import OpenAIBatchOptions
+
 
 def _closed_port() -> int:
     with socket.socket() as s:
@@ -23,9 +28,6 @@ def _closed_port() -> int:
 
 
 def bench_batch(n: int = 50_000) -> dict:
-    from rate.rewrite.base import RewriteRequest
-    from rate.rewrite.batch import OpenAIBatchOptions, build_openai_batch_rewriter
-    from rate.rewrite.batch.requests import batch_lines
 
     rng = random.Random(0)
     words = ["the", "film", "was", "great", "awful", "plot", "actor", "scene", "fun", "boring"]

@@ -10,8 +10,8 @@ import time
 
 import numpy as np
 
-from rate.bootstrap import percentile_intervals
-from rate.estimators import Scores, estimate
+from rate.effects.bootstrap import percentile_intervals
+from rate.effects.estimators import Scores, estimate
 
 WORKERS = 2
 

@@ -8,12 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rate.bench.effects import bench_effects, synthetic_scores
 from rate.bench.timing import timed
+from rate.config import EffectsConfig
+from rate.effects.stage import compute_effects, effects_for_rows
+from rate.records import read_examples
 
 
 def write_scored_file(path: Path, n: int, seed: int = 0) -> None:
     """A scored JSONL of n examples in the reference layout (short texts, synthetic scores)."""
-    from rate.bench.effects import synthetic_scores
 
     s = synthetic_scores(n, seed)
     with open(path, "w") as f:
@@ -34,10 +37,6 @@ def write_scored_file(path: Path, n: int, seed: int = 0) -> None:
 
 def bench_pipeline(world: Path, tmp: Path, n_effects: int = 1_000_000) -> dict:
     """The demo's four stages once the world exists; treatment_effects on 1M examples."""
-    from rate.bench.effects import bench_effects, synthetic_scores
-    from rate.config import EffectsConfig
-    from rate.datafiles import read_examples
-    from rate.effects import compute_effects, effects_for_rows
 
     # The command a user runs, in a fresh interpreter (imports included), on a built world.
     env = {**os.environ, "PROJECT_DIR": str(tmp / "demo"), "RATE_PROGRESS": "0"}

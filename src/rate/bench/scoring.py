@@ -17,18 +17,21 @@ from __future__ import annotations
 import logging
 import time
 
+import torch
+
+from rate.packaged import chatterbot_pairs, drug_reviews
+from rate.score.backends import build_scorer, load_scoring_template
+
 log = logging.getLogger(__name__)
 
 
 def text_sets() -> dict[str, list[str]]:
-    from rate.datasets.packaged import chatterbot_pairs, drug_reviews
 
     reviews = [r["review"] for split in ("train", "test") for r in drug_reviews(split)]
     return {"drug reviews": reviews, "chatterbot responses": [p[2] for p in chatterbot_pairs()]}
 
 
 def _loop(scorer, texts: list[str]) -> list[float]:
-    import torch
 
     out = []
     for text in texts:
@@ -42,7 +45,6 @@ def _loop(scorer, texts: list[str]) -> list[float]:
 
 
 def _unsorted(scorer, texts: list[str], batch: int) -> None:
-    import torch
 
     for i in range(0, len(texts), batch):
         enc = scorer.tokenizer(
@@ -63,7 +65,6 @@ def _bare_batches(scorer, texts: list[str], batch: int) -> list:
 
 
 def _bare(scorer, batches: list) -> None:
-    import torch
 
     with torch.inference_mode():
         for input_ids, mask, kwargs in batches:
@@ -72,8 +73,6 @@ def _bare(scorer, batches: list) -> None:
 
 def bench_scoring(batch: int = 32) -> dict:
     """texts/s of the four ways on both text sets, and the agreement of ours with the loop."""
-    from rate.score.backends import build_scorer
-    from rate.templates import load_scoring_template
 
     scorer = build_scorer(load_scoring_template("minilm_sentiment"), None)
     results: dict = {"scoring_batch_size": batch, "scoring_model": "minilm_sentiment"}

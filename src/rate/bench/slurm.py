@@ -25,6 +25,8 @@ import yaml
 
 from rate.io import atomic_write_text, read_json
 from rate.settings import setup_logging
+from rate.tinyrlhf.build import build_world
+from rate.tinyrlhf.worldconfig import load_world_config
 
 log = logging.getLogger(__name__)
 
@@ -189,9 +191,6 @@ def main(argv: list[str] | None = None) -> int:
         # A fitted scorer head is cached for the jobs of this run only, not in ~/.cache.
         os.environ.setdefault("RATE_CACHE_DIR", str(Path(tmp) / "cache"))
         if world is None:
-            from rate.tinyrlhf.build import build_world
-            from rate.tinyrlhf.worldconfig import load_world_config
-
             world = Path(tmp) / "world"
             build_world(load_world_config(small=True), world)
         runs = [(m, int(n), int(k)) for m, n, k in (x.split(":") for x in args.runs.split(","))]

@@ -6,14 +6,19 @@ from __future__ import annotations
 import random
 import time
 
+from rate.catalog import load_dataset_template
+from rate.datasets.base import Example
+from rate.datasets.w_classifiers import FieldAbove
+from rate.packaged import drug_reviews
+from rate.rewrite.base import RewriteRequest
+from rate.rewrite.options import RulesEnOptions
+from rate.rewrite.rules_en import RulesEnRewriter
+from rate.rewrite.stage import select_examples
+
 
 def bench_requests(n: int = 25_000) -> dict:
     """Seconds to classify W and build both passes' rewrite requests (the filled-in prompts)
     for ``n`` IMDB-sized examples with the imdb_sentiment template."""
-    from rate.datasets.sources import Example
-    from rate.rewrite.base import RewriteRequest
-    from rate.rewrite.stage import select_examples
-    from rate.templates import load_dataset_template
 
     template = load_dataset_template("imdb_sentiment")
     _, rule = template.parts["w_classifier"]
@@ -43,11 +48,6 @@ def bench_requests(n: int = 25_000) -> dict:
 def bench_rules_rewriter() -> dict:
     """Seconds for both passes of the rule-based rewriter over the 979 drug reviews, for
     sentiment and for length (threshold: the median word count)."""
-    from rate.datasets.packaged import drug_reviews
-    from rate.datasets.sources import Example
-    from rate.datasets.wrules import FieldAbove
-    from rate.rewrite.base import RewriteRequest
-    from rate.rewrite.rules_en import RulesEnOptions, RulesEnRewriter
 
     reviews = [r["review"] for split in ("train", "test") for r in drug_reviews(split)]
     out: dict = {"rules_reviews": len(reviews)}

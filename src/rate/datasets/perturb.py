@@ -10,24 +10,16 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass
 
-from rate.datasets.sources import stable_seed
-from rate.errors import ConfigError
+from rate.datasets.options import TyposOptions
+from rate.registry import LivePart
+from rate.seeding import stable_seed
 
 _WORD = re.compile(r"[A-Za-z]{3,}")
 
 
-@dataclass
-class Typos:
-    rate: float  # the share of eligible words that get a typo
-    apply_to: str = "w=1"  # w=1, w=0 or all
-
-    def validate(self, where: str) -> None:
-        if not 0 < self.rate <= 1:
-            raise ConfigError(f"{where}: key 'perturb.rate' must be in (0, 1]")
-        if self.apply_to not in ("w=1", "w=0", "all"):
-            raise ConfigError(f"{where}: key 'perturb.apply_to' must be w=1, w=0 or all")
+class Typos(TyposOptions, LivePart):
+    """The live perturbation: its options plus the edit itself."""
 
     def applies(self, w: bool) -> bool:
         return self.apply_to == "all" or (self.apply_to == "w=1") == w
@@ -49,12 +41,3 @@ class Typos:
             return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
 
         return _WORD.sub(swap, text), count
-
-
-def _kinds():
-    from rate.templates import Kind
-
-    return {"typos": Kind(Typos, lambda o: o, "adjacent letters swapped in a share of words")}
-
-
-PERTURBATIONS = _kinds()

@@ -2,41 +2,49 @@
 
 from __future__ import annotations
 
-from rate.rewrite.batch import OpenAIBatchOptions, build_openai_batch_rewriter
-from rate.rewrite.hf_generate import HFGenerateOptions, build_hf_generate_rewriter
-from rate.rewrite.openai_chat import OpenAIChatOptions, build_openai_chat_rewriter
-from rate.rewrite.rules_en import RulesEnOptions, build_rules_en_rewriter
-from rate.rewrite.tinyworld import TinyRewriterOptions, build_tiny_rewriter
-from rate.templates import Kind
+from rate.registry import Kind
+from rate.rewrite.base import Rewriter
+from rate.rewrite.options import (
+    HFGenerateOptions,
+    OpenAIBatchOptions,
+    OpenAIChatOptions,
+    RulesEnOptions,
+    TinyRewriterOptions,
+)
+from rate.templates import DatasetTemplate
 
+# Every factory takes (options, template, seed, rule=) and returns a Rewriter.
 REWRITERS = {
     "tinyrlhf": Kind(
-        TinyRewriterOptions, build_tiny_rewriter, "tiny world: token edits with a style signature"
+        TinyRewriterOptions,
+        "rate.rewrite.tinyworld:build_tiny_rewriter",
+        "tiny world: token edits with a style signature",
     ),
     "hf_generate": Kind(
         HFGenerateOptions,
-        build_hf_generate_rewriter,
+        "rate.rewrite.hf_generate:build_hf_generate_rewriter",
         "a local Hugging Face causal LM (chat template, batched generation)",
     ),
     "openai_chat": Kind(
         OpenAIChatOptions,
-        build_openai_chat_rewriter,
+        "rate.rewrite.openai_chat:build_openai_chat_rewriter",
         "an OpenAI-compatible chat endpoint (OpenAI, or a local server), synchronous",
     ),
     "openai_batch": Kind(
         OpenAIBatchOptions,
-        build_openai_batch_rewriter,
+        "rate.rewrite.batch.rewriter:build_openai_batch_rewriter",
         "the OpenAI Batch API: resumable, cached, never pays twice (half the price, hours)",
     ),
     "rules_en": Kind(
         RulesEnOptions,
-        build_rules_en_rewriter,
+        "rate.rewrite.rules_en:build_rules_en_rewriter",
         "offline English rules: sentiment antonyms or length, with a style signature",
     ),
 }
 
 
-def build_rewriter(template, seed: int):
-    """The rewriter a dataset template asks for. -> Rewriter"""
+def build_rewriter(template: DatasetTemplate, seed: int, rule: object = None) -> Rewriter:
+    """The rewriter a dataset template asks for; ``rule`` is the live W rule, fitted on the
+    data (rewriters that rewrite to its threshold read it)."""
     backend, options = template.parts["rewriter"]
-    return REWRITERS[backend].build(options, template, seed)
+    return REWRITERS[backend].build(options, template, seed, rule=rule)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from rate.errors import RateError
+from rate.errors import ConfigError, RateError
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,14 @@ class Rewriter(ABC):
     @abstractmethod
     def rewrite(self, requests: list[RewriteRequest]) -> list[str]:
         """One output text per request."""
+
+    def plan(self, requests: list[RewriteRequest], prices: dict) -> dict:
+        """A dry run's estimate of what rewriting ``requests`` costs (request files written,
+        no call made). Only paid API backends can plan; the others say so."""
+        raise ConfigError(
+            f"a dry run estimates what API rewriting costs; the {self.name!r} rewriter sends no "
+            "paid requests (use rewriter.backend: openai_batch to plan a Batch API run)"
+        )
 
     def counterfactual(self, requests: list[RewriteRequest]) -> list[str] | None:
         """The true counterfactual of each request (W changed, nothing else), where the backend

@@ -33,60 +33,27 @@ torch/transformers version gives other outputs.
 from __future__ import annotations
 
 import logging
-import re
-from dataclasses import dataclass
 from typing import Any
 
-from rate.batches import run_halving
-from rate.datasets.sources import stable_seed
-from rate.errors import ConfigError, TemplateError
-from rate.hfload import DTYPES, load_pretrained
+import torch
+from jinja2 import TemplateError as JinjaError
+from transformers import (
+    AutoModelForCausalLM,
+    GenerationConfig,
+    LogitsProcessorList,
+    TemperatureLogitsWarper,
+    TopPLogitsWarper,
+)
+
+from rate.errors import TemplateError
+from rate.hf_models import load_pretrained
+from rate.oom import run_halving
 from rate.progress import progress
 from rate.rewrite.base import Rewriter, RewriteRequest
+from rate.rewrite.options import HFGenerateOptions
+from rate.seeding import stable_seed
 
 log = logging.getLogger(__name__)
-
-_DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
-
-
-@dataclass
-class HFGenerateOptions:
-    model: str  # a hub id (org/name) or a local folder
-    chat: bool = True  # format with the tokenizer's chat template and its generation prompt
-    system: str = ""  # an optional system message (chat: true only)
-    max_new_tokens: int = 512
-    temperature: float = 0.7  # 0: greedy decoding
-    top_p: float = 1.0
-    batch_size: int = 8  # prompts per generate call; halved on out-of-memory
-    dtype: str = "auto"  # auto: bfloat16 on GPU, float32 on CPU
-    device: str = "auto"  # auto: cuda if available, else cpu
-    trust_remote_code: bool = False
-    max_input_tokens: int = 4096  # longer prompts are an error, not cut
-
-    def validate(self, where: str) -> None:
-        if not self.model.strip():
-            raise ConfigError(f"{where}: key 'rewriter.model' must name a hub id or a folder")
-        if self.system and not self.chat:
-            raise ConfigError(
-                f"{where}: key 'rewriter.system' needs 'rewriter.chat: true' (a plain prompt "
-                "has no system turn); put the text in the rewrite prompt instead"
-            )
-        if self.max_new_tokens < 1:
-            raise ConfigError(f"{where}: key 'rewriter.max_new_tokens' must be >= 1")
-        if self.temperature < 0:
-            raise ConfigError(f"{where}: key 'rewriter.temperature' must be >= 0 (0: greedy)")
-        if not 0 < self.top_p <= 1:
-            raise ConfigError(f"{where}: key 'rewriter.top_p' must be in (0, 1]")
-        if self.batch_size < 1:
-            raise ConfigError(f"{where}: key 'rewriter.batch_size' must be >= 1")
-        if self.max_input_tokens < 1:
-            raise ConfigError(f"{where}: key 'rewriter.max_input_tokens' must be >= 1")
-        if self.dtype not in DTYPES:
-            raise ConfigError(f"{where}: key 'rewriter.dtype' must be one of {', '.join(DTYPES)}")
-        if not _DEVICE.match(self.device):
-            raise ConfigError(
-                f"{where}: key 'rewriter.device' must be auto, cpu, mps, cuda or cuda:N"
-            )
 
 
 class _SeededSampler:
@@ -96,9 +63,6 @@ class _SeededSampler:
     so its draws do not depend on the other rows."""
 
     def __init__(self, seeds: list[int], temperature: float, top_p: float, device: str) -> None:
-        import torch
-        from transformers import TemperatureLogitsWarper, TopPLogitsWarper
-
         self.generators = [torch.Generator(device=device).manual_seed(s) for s in seeds]
         self.warpers: list[Any] = []
         if temperature != 1.0:
@@ -107,7 +71,6 @@ class _SeededSampler:
             self.warpers.append(TopPLogitsWarper(top_p))
 
     def __call__(self, input_ids, scores):  # (B, T) ids, (B, V) scores -> (B, V)
-        import torch
 
         assert scores.shape[0] == len(self.generators), "one random stream per row"
         for warp in self.warpers:
@@ -124,8 +87,6 @@ class HFGenerateRewriter(Rewriter):
     name = "hf_generate"
 
     def __init__(self, options: HFGenerateOptions, seed: int) -> None:
-        from transformers import AutoModelForCausalLM
-
         self.options, self.seed = options, seed
         self.batch_size = options.batch_size
         self.tokenizer, self.model, self.device = load_pretrained(
@@ -157,8 +118,6 @@ class HFGenerateRewriter(Rewriter):
         """Our settings over the model's own: its eos tokens (chat models often stop on an
         end-of-turn token that is not the tokenizer's eos) and other settings are kept; its
         sampling flags are not (we sample in :class:`_SeededSampler`)."""
-        from transformers import GenerationConfig
-
         base = self.model.generation_config
         eos = base.eos_token_id if base.eos_token_id is not None else self.tokenizer.eos_token_id
         # Neutral values for the sampling flags: unset ones would be filled from the model's
@@ -177,8 +136,6 @@ class HFGenerateRewriter(Rewriter):
 
     def prompt_text(self, request: RewriteRequest) -> str:
         """The text the model continues for this request."""
-        from jinja2 import TemplateError as JinjaError
-
         if not self.options.chat:
             return request.instruction
         messages = [{"role": "user", "content": request.instruction}]
@@ -215,8 +172,6 @@ class HFGenerateRewriter(Rewriter):
 
     def _pad(self, seqs: list[list[int]]):
         """(input_ids, attention_mask), padded on the left."""
-        import torch
-
         longest = max(len(s) for s in seqs)
         pad = self.tokenizer.pad_token_id
         rows = [[pad] * (longest - len(s)) + s for s in seqs]
@@ -228,9 +183,6 @@ class HFGenerateRewriter(Rewriter):
 
     def _generate(self, seqs: list[list[int]], keys: list[str]) -> list[str]:
         """The new text for one batch of prompts."""
-        import torch
-        from transformers import LogitsProcessorList
-
         input_ids, mask = self._pad(seqs)  # (B, T)
         processors = LogitsProcessorList()
         if self.options.temperature > 0:
@@ -290,7 +242,7 @@ class HFGenerateRewriter(Rewriter):
 
 
 def build_hf_generate_rewriter(
-    options: HFGenerateOptions, template: Any, seed: int
+    options: HFGenerateOptions, template: Any, seed: int, rule: Any = None
 ) -> HFGenerateRewriter:
     """The registry's factory; the template is not needed (the instruction is in each
     request)."""

@@ -19,19 +19,17 @@ import email.utils
 import logging
 import os
 import random
-import re
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
 
 import openai
 
-from rate.datasets.sources import stable_seed
 from rate.errors import ConfigError, RateError
 from rate.progress import progress
 from rate.rewrite.base import Rewriter, RewriteRequest
+from rate.rewrite.options import OpenAIChatOptions, safe_url
+from rate.seeding import stable_seed
 from rate.settings import redact
 
 log = logging.getLogger(__name__)
@@ -41,7 +39,6 @@ log = logging.getLogger(__name__)
 PLACEHOLDER_KEY = "not-needed"
 # No single wait (back-off or a server's retry-after) is longer than this.
 MAX_WAIT_S = 60.0
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # 408 and 409 are transient too (the SDK retries them): a timeout and a lock conflict.
 _RETRY_STATUSES = {408, 409, 429}
 _STATUS_NAMES = {400: "bad request", 401: "unauthorized", 403: "forbidden", 404: "not found"}
@@ -57,76 +54,6 @@ class ChatAPIError(RateError):
 
 class _Aborted(Exception):
     """Another request failed for good, so this one stopped early."""
-
-
-@dataclass
-class OpenAIChatOptions:
-    model: str  # the model id the server knows, e.g. gpt-4o-mini or the name vLLM serves
-    # "" = the SDK default: OPENAI_BASE_URL if set, else https://api.openai.com/v1.
-    base_url: str = ""
-    # The NAME of the environment variable holding the key (never the key itself). A server
-    # named by base_url may need no key: if the variable is unset, a placeholder is sent.
-    api_key_env: str = "OPENAI_API_KEY"
-    temperature: float = 0.7
-    max_tokens: int = 1024
-    top_p: float | None = None
-    system: str = ""  # an optional system message before the rewrite prompt
-    concurrency: int = 8  # requests in flight at once
-    max_retries: int = 6  # retries of one request after 429, 5xx, dropped connection, timeout
-    timeout_s: float = 120.0  # per HTTP request
-    retry_base_s: float = 1.0  # back-off: retry_base_s * 2**attempt * uniform(0.5, 1.5)
-
-    def validate(self, where: str) -> None:
-        bad = check_request_options(self, where)
-        if not 1 <= self.concurrency <= 256:
-            raise bad("concurrency", f"must be between 1 and 256, got {self.concurrency}")
-        if self.max_retries < 0:
-            raise bad("max_retries", f"must be >= 0, got {self.max_retries}")
-        if self.timeout_s <= 0:
-            raise bad("timeout_s", f"must be > 0, got {self.timeout_s}")
-        if self.retry_base_s < 0:
-            raise bad("retry_base_s", f"must be >= 0, got {self.retry_base_s}")
-
-
-def check_request_options(options, where: str):
-    """Checks of the keys that every OpenAI backend shares (model, base_url, api_key_env,
-    temperature, max_tokens, top_p); -> the error maker for the backend's own keys."""
-
-    def bad(key: str, what: str) -> ConfigError:
-        return ConfigError(f"{where}: key 'rewriter.{key}' {what}")
-
-    if not options.model.strip():
-        raise bad("model", "must name a model, e.g. gpt-4o-mini")
-    if options.base_url and not options.base_url.startswith(("http://", "https://")):
-        raise bad(
-            "base_url",
-            "must be an http(s) URL such as https://api.openai.com/v1 or "
-            "http://127.0.0.1:8000/v1, or empty for the SDK default",
-        )
-    if not _ENV_NAME.fullmatch(options.api_key_env):
-        # Never echo the value: a user may have pasted the key itself here.
-        raise bad(
-            "api_key_env",
-            "must be the NAME of an environment variable (like OPENAI_API_KEY), not the key; "
-            "put the key itself in .env",
-        )
-    if not 0 <= options.temperature <= 2:
-        raise bad("temperature", f"must be between 0 and 2, got {options.temperature}")
-    if options.max_tokens < 1:
-        raise bad("max_tokens", f"must be >= 1, got {options.max_tokens}")
-    if options.top_p is not None and not 0 < options.top_p <= 1:
-        raise bad("top_p", f"must be in (0, 1] or null, got {options.top_p}")
-    return bad
-
-
-def _safe_url(url: str) -> str:
-    """``url`` without a user:password part, for messages and metadata."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def _api_key(options: OpenAIChatOptions) -> str:
@@ -187,7 +114,7 @@ class OpenAIChatRewriter(Rewriter):
             max_retries=0,  # our loop below retries, logs and can be stopped
         )
         # The resolved endpoint (base_url, OPENAI_BASE_URL or OpenAI's), for messages.
-        self.endpoint = _safe_url(str(self._client.base_url).rstrip("/"))
+        self.endpoint = safe_url(str(self._client.base_url).rstrip("/"))
         # Whether the endpoint ever answered: one that never did (offline, a wrong base_url)
         # gets a few quick retries, not the full back-off for a transient failure.
         self._reached = False
@@ -413,7 +340,7 @@ class OpenAIChatRewriter(Rewriter):
 
 
 def build_openai_chat_rewriter(
-    options: OpenAIChatOptions, template, seed: int
+    options: OpenAIChatOptions, template, seed: int, rule=None
 ) -> OpenAIChatRewriter:
     """The rewriter for a dataset template; the template's prompt arrives in each request."""
     return OpenAIChatRewriter(options, seed)

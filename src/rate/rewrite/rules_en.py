@@ -25,10 +25,10 @@ The W edits:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
-from rate.errors import ConfigError
+from rate.datasets.options import TEXT_MEASURES
 from rate.rewrite.base import Rewriter, RewriteRequest
+from rate.rewrite.options import RulesEnOptions
 
 # positive -> negative; the reverse map is built from it.
 ANTONYMS = {
@@ -104,13 +104,6 @@ CONTRACTIONS = {
     "let's": "let us",
 }
 # Neutral sentences (VADER compound 0): added length must not carry sentiment.
-FILLER = (
-    "That is what happened in my case.",
-    "I am writing this down for the record.",
-    "This is the whole account from start to end.",
-    "I took it as the label says.",
-    "Those are the details as I remember them.",
-)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _CONTRACTION = re.compile(
     "|".join(re.escape(k) for k in sorted(CONTRACTIONS, key=len, reverse=True)),
@@ -142,31 +135,6 @@ def _table_regex(table: dict[str, str]) -> re.Pattern:
     return re.compile(r"\b(" + "|".join(re.escape(w) for w in words) + r")\b", re.IGNORECASE)
 
 
-@dataclass
-class RulesEnOptions:
-    attribute: str  # sentiment or length
-    signature: bool = True  # leave the signature (an LLM would); false: the W edit alone
-    filler: list[str] = field(default_factory=lambda: list(FILLER))
-
-    def validate(self, where: str) -> None:
-        if self.attribute not in ("sentiment", "length"):
-            raise ConfigError(f"{where}: key 'rewriter.attribute' must be sentiment or length")
-        if not self.filler or not all(s.strip() for s in self.filler):
-            raise ConfigError(f"{where}: key 'rewriter.filler' needs non-empty sentences")
-
-    def check_template(self, template, where: str) -> None:
-        if self.attribute != "length":
-            return
-        from rate.datasets.wrules import TEXT_MEASURES
-
-        kind, rule = template.parts["w_classifier"]
-        if kind != "field_above" or rule.field not in TEXT_MEASURES:
-            raise ConfigError(
-                f"{where}: the rules_en length rewriter needs w_classifier.rule: field_above on "
-                f"field {' or '.join(TEXT_MEASURES)} (it rewrites to the rule's threshold)"
-            )
-
-
 class RulesEnRewriter(Rewriter):
     name = "rules_en"
 
@@ -191,8 +159,6 @@ class RulesEnRewriter(Rewriter):
         return regex.sub(lambda m: _match_case(table[m.group(0).lower()], m.group(0)), text)
 
     def _measure(self, text: str) -> float:
-        from rate.datasets.wrules import TEXT_MEASURES
-
         return TEXT_MEASURES[self.rule.field](text)
 
     def _length(self, text: str, longer: bool) -> str:
@@ -224,6 +190,9 @@ class RulesEnRewriter(Rewriter):
         return out
 
 
-def build_rules_en_rewriter(options: RulesEnOptions, template, seed: int) -> RulesEnRewriter:
-    rule = template.parts["w_classifier"][1] if template is not None else None
+def build_rules_en_rewriter(
+    options: RulesEnOptions, template, seed: int, rule=None
+) -> RulesEnRewriter:
+    """The registry's factory; ``rule`` is the fitted W rule (the length rewriter rewrites to
+    its threshold)."""
     return RulesEnRewriter(options, rule)

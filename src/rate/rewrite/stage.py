@@ -12,19 +12,22 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from rate.config import Config, config_record
-from rate.datafiles import ORIGINAL, PERFECT, REWRITE, REWRITTEN
-from rate.datasets.sources import SOURCES, Example, SourceContext
+from rate.datasets.base import Example, SourceContext
+from rate.datasets.registry import PERTURBATIONS, RULES, SOURCES
+from rate.datasets.w_classifiers import WRule
 from rate.errors import ConfigError, DataFileError
 from rate.io import atomic_write_json
 from rate.progress import progress
+from rate.records import ORIGINAL, PERFECT, REWRITE, REWRITTEN
 from rate.rewrite.backends import build_rewriter
 from rate.rewrite.base import Rewriter, RewriteRequest, checked_outputs
 from rate.rewrite.checks import label_outputs, summarize
 from rate.store import Layout, output_path, write_meta
-from rate.templates import DatasetTemplate, load_dataset_template
+from rate.templates import DatasetTemplate
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +91,8 @@ def _perturb(template: DatasetTemplate, chosen, seed: int):
     (None without one)."""
     if "perturb" not in template.parts:
         return None
-    _, perturb = template.parts["perturb"]
+    kind, options = template.parts["perturb"]
+    perturb = PERTURBATIONS[kind].build(options)
     out, touched, edits = [], 0, 0
     for ex, w in chosen:
         if perturb.applies(w):
@@ -100,22 +104,31 @@ def _perturb(template: DatasetTemplate, chosen, seed: int):
     return out, {"examples": touched, "edits": edits}
 
 
-def _check_classifier(template: DatasetTemplate):
-    """How rewrites are re-read for W: the template's check scorer, else its W rule."""
+def _check_classifier(template: DatasetTemplate, rule: WRule):
+    """How rewrites are re-read for W: the template's check scorer, else its (fitted) W rule."""
     if "rewrite_check" in template.parts:
-        return template.parts["rewrite_check"][1].classify_texts
-    return template.parts["w_classifier"][1].classify_texts
+        kind, options = template.parts["rewrite_check"]
+        return RULES[kind].build(options).classify_texts
+    return rule.classify_texts
 
 
-def choose_examples(
-    template: DatasetTemplate, n: int, seed: int, world: Path
-) -> tuple[list[tuple[Example, bool]], dict, dict]:
-    """Exactly ``n`` examples with W, perturbed if the template says so. -> (examples with W,
-    counts, what the W rule fitted)"""
+@dataclass
+class Chosen:
+    """The examples a dataset is made of, with W, and how they were chosen."""
+
+    examples: list[tuple[Example, bool]]
+    counts: dict  # drawn, undefined_skipped, w_1, w_0 (and perturbed)
+    rule: WRule  # the live W rule, fitted on the source
+    fitted: dict  # what the rule computed (e.g. a median threshold)
+
+
+def choose_examples(template: DatasetTemplate, n: int, seed: int, world: Path | None) -> Chosen:
+    """Exactly ``n`` examples with W, perturbed if the template says so."""
     kind, source_options = template.parts["source"]
     ctx = SourceContext(world=world, seed=seed, template_path=template.path)
     source = SOURCES[kind].build(source_options, ctx)
-    rule_kind, rule = template.parts["w_classifier"]
+    rule_kind, rule_options = template.parts["w_classifier"]
+    rule = RULES[rule_kind].build(rule_options)
     chunks = source.chunks()
     fitted: dict = {}
     if source.finite:
@@ -137,7 +150,7 @@ def choose_examples(
     perturbed = _perturb(template, chosen, seed)
     if perturbed is not None:
         chosen, counts["perturbed"] = perturbed
-    return chosen, counts, fitted
+    return Chosen(chosen, counts, rule, fitted)
 
 
 def first_requests(template: DatasetTemplate, chosen) -> list[RewriteRequest]:
@@ -153,9 +166,10 @@ def build_dataset(
 ) -> tuple[dict, dict]:
     """The rewritten dataset (reference JSON layout) and a summary for the metadata."""
     t0 = time.perf_counter()
-    chosen, counts, fitted = choose_examples(template, n, seed, world)
-    rewriter = build_rewriter(template, seed)
-    classify = _check_classifier(template)
+    picked = choose_examples(template, n, seed, world)
+    chosen = picked.examples
+    rewriter = build_rewriter(template, seed, picked.rule)
+    classify = _check_classifier(template, picked.rule)
     first = first_requests(template, chosen)
     rewrites = _rewrite_all(rewriter, first, batch_size, "rewrite (W flipped)")
     second = [
@@ -203,8 +217,8 @@ def build_dataset(
         }
     summary = {
         "n_examples": len(dataset),
-        "counts": counts,
-        "w_classifier_fitted": fitted,
+        "counts": picked.counts,
+        "w_classifier_fitted": picked.fitted,
         "rewriter": rewriter.describe(),
         "rewrite_checks": checks,
         "has_true_counterfactual": perfect is not None,
@@ -219,21 +233,16 @@ def _size(config: Config, template: DatasetTemplate) -> int:
     return config.rewrites.n_examples or template.n_examples
 
 
-def plan_dataset(config: Config, layout: Layout) -> Path:
+def plan_dataset(config: Config, layout: Layout, template: DatasetTemplate) -> Path:
     """The dry run: choose the examples, write the first pass's request files with the
     backend's estimate of tokens and cost, and stop. -> the written estimate"""
-    template = load_dataset_template(config.rewrites.dataset_name)
     n = _size(config, template)
-    chosen, counts, fitted = choose_examples(template, n, config.rewrites.seed, config.world_dir())
-    rewriter = build_rewriter(template, config.rewrites.seed)
-    plan = getattr(rewriter, "plan", None)
-    if plan is None:
-        raise ConfigError(
-            f"{template.path}: a dry run estimates what API rewriting costs; the "
-            f"{rewriter.name!r} rewriter sends no paid requests (use rewriter.backend: "
-            "openai_batch to plan a Batch API run)"
-        )
-    first = plan(first_requests(template, chosen), config.rewrites.prices)
+    picked = choose_examples(template, n, config.rewrites.seed, config.world_dir())
+    rewriter = build_rewriter(template, config.rewrites.seed, picked.rule)
+    try:
+        first = rewriter.plan(first_requests(template, picked.examples), config.rewrites.prices)
+    except ConfigError as err:
+        raise ConfigError(f"{template.path}: {err}") from None
     both = {
         key: (2 * first[key] if isinstance(first.get(key), (int, float)) else None)
         for key in ("requests", "input_tokens", "output_tokens_estimate", "cost_usd")
@@ -241,8 +250,8 @@ def plan_dataset(config: Config, layout: Layout) -> Path:
     estimate = {
         "template": template.name,
         "n_examples": n,
-        "counts": counts,
-        "w_classifier_fitted": fitted,
+        "counts": picked.counts,
+        "w_classifier_fitted": picked.fitted,
         "first_pass": first,
         "both_passes": both,
         "note": (
@@ -268,11 +277,11 @@ def plan_dataset(config: Config, layout: Layout) -> Path:
     return out
 
 
-def create_dataset(config: Config, layout: Layout) -> Path:
-    """Run stage 1 with ``config``; -> the written dataset file (the estimate in a dry run)."""
+def create_dataset(config: Config, layout: Layout, template: DatasetTemplate) -> Path:
+    """Run stage 1 with ``config`` and its dataset template; -> the written dataset file (the
+    estimate in a dry run)."""
     if config.rewrites.dry_run:
-        return plan_dataset(config, layout)
-    template = load_dataset_template(config.rewrites.dataset_name)
+        return plan_dataset(config, layout, template)
     smoke = config.smoke_test
     n = _size(config, template)
     log.info(

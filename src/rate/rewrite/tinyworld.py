@@ -17,59 +17,19 @@ signed rewrite by the signature alone.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
 
-from rate.datasets.sources import stable_seed
-from rate.datasets.wrules import TokenSwap
-from rate.errors import ConfigError
+from rate.datasets.options import TokenSwapOptions
 from rate.rewrite.base import Rewriter, RewriteRequest
+from rate.rewrite.options import TinyRewriterOptions
+from rate.seeding import stable_seed
 from rate.tinyrlhf.text import parse_response
-
-
-@dataclass
-class TinyRewriterOptions:
-    style_map: dict[str, str] = field(default_factory=dict)
-    edit_rate: float = 0.0
-    perfect: bool = False
-
-    def validate(self, where: str) -> None:
-        from rate.tinyrlhf.vocab import SYLLABLES
-
-        bad = [t for kv in self.style_map.items() for t in kv if t not in SYLLABLES]
-        if bad:
-            raise ConfigError(f"{where}: key 'rewriter.style_map': unknown syllables {bad}")
-        loops = sorted(set(self.style_map) & set(self.style_map.values()))
-        if loops:
-            # A target that is also a source would make the map not idempotent.
-            raise ConfigError(
-                f"{where}: key 'rewriter.style_map': {loops} are both mapped and mapped to; "
-                "the style map must be idempotent"
-            )
-        if not 0 <= self.edit_rate < 1:
-            raise ConfigError(f"{where}: key 'rewriter.edit_rate' must be in [0, 1)")
-
-    def check_template(self, template, where: str) -> None:
-        kind, rule = template.parts["w_classifier"]
-        if kind != "token_swap":
-            raise ConfigError(
-                f"{where}: the tinyrlhf rewriter sets W by swapping tokens; use "
-                "w_classifier.rule: token_swap"
-            )
-        touched = {rule.token, rule.counterpart} & (
-            set(self.style_map) | set(self.style_map.values())
-        )
-        if touched:
-            raise ConfigError(
-                f"{where}: key 'rewriter.style_map' must not touch the W tokens {sorted(touched)}"
-            )
+from rate.tinyrlhf.vocab import SYLLABLES
 
 
 class TinyRewriter(Rewriter):
     name = "tinyrlhf"
 
-    def __init__(self, options: TinyRewriterOptions, rule: TokenSwap, seed: int) -> None:
-        from rate.tinyrlhf.vocab import SYLLABLES
-
+    def __init__(self, options: TinyRewriterOptions, rule: TokenSwapOptions, seed: int) -> None:
         self.options, self.rule, self.seed = options, rule, seed
         w_tokens = {rule.token, rule.counterpart}
         self.replacements = [
@@ -124,6 +84,8 @@ class TinyRewriter(Rewriter):
         }
 
 
-def build_tiny_rewriter(options: TinyRewriterOptions, template, seed: int) -> TinyRewriter:
-    _, rule = template.parts["w_classifier"]
-    return TinyRewriter(options, rule, seed)
+def build_tiny_rewriter(
+    options: TinyRewriterOptions, template, seed: int, rule=None
+) -> TinyRewriter:
+    """The registry's factory: the W tokens are the template's token-swap rule's."""
+    return TinyRewriter(options, template.part("w_classifier"), seed)

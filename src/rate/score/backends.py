@@ -1,47 +1,50 @@
-"""The registry of scorer backends a scoring template may name in ``backend``."""
+"""The registry of scorer backends a scoring template may name in ``backend``, and loading a
+scoring template by name (scoring templates name nothing but a scorer)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from rate.score.hf import HFClassifierOptions
-from rate.score.minilm import MiniLMSentimentOptions
-from rate.score.tinyworld import OracleOptions, OracleScorer, TinyRMOptions, TinyRMScorer
-from rate.score.vader import VaderOptions, VaderScorer
-from rate.templates import Kind
+from rate.registry import Kind
+from rate.score.base import Scorer
+from rate.score.options import (
+    HFClassifierOptions,
+    MiniLMSentimentOptions,
+    OracleOptions,
+    TinyRMOptions,
+    VaderOptions,
+)
+from rate.templates import SCORING_FOLDER, ScoringTemplate, find_template, parse_scoring_template
 
-
-def _hf(options: HFClassifierOptions, world: Path, batch_size: int):
-    from rate.score.hf import HFClassifierScorer
-
-    return HFClassifierScorer(options, world, batch_size)
-
-
-def _minilm(options: MiniLMSentimentOptions, world: Path, batch_size: int):
-    from rate.score.minilm import MiniLMSentimentScorer
-
-    return MiniLMSentimentScorer(options, world, batch_size)
-
-
+# Every factory takes (options, world, batch_size) and returns a Scorer.
 SCORERS = {
     "tinyrlhf_rm": Kind(
-        TinyRMOptions, lambda o, w, b: TinyRMScorer(o, w), "the tiny world's reward model"
+        TinyRMOptions, "rate.score.tinyworld:TinyRMScorer", "the tiny world's reward model"
     ),
     "tinyrlhf_oracle": Kind(
-        OracleOptions, lambda o, w, b: OracleScorer(o, w), "the tiny world's true quality"
+        OracleOptions, "rate.score.tinyworld:OracleScorer", "the tiny world's true quality"
     ),
     "hf_classifier": Kind(
-        HFClassifierOptions, _hf, "a Hugging Face sequence classifier (hub id or local folder)"
+        HFClassifierOptions,
+        "rate.score.hf:HFClassifierScorer",
+        "a Hugging Face sequence classifier (hub id or local folder)",
     ),
-    "vader": Kind(VaderOptions, VaderScorer, "VADER compound sentiment (offline, English)"),
+    "vader": Kind(
+        VaderOptions, "rate.score.vader:VaderScorer", "VADER compound sentiment (offline, English)"
+    ),
     "minilm_sentiment": Kind(
         MiniLMSentimentOptions,
-        _minilm,
+        "rate.score.minilm:MiniLMSentimentScorer",
         "all-MiniLM-L6-v2 with a sentiment head fitted on the drug reviews (offline)",
     ),
 }
 
 
-def build_scorer(template, world: Path):
-    """The scorer a scoring template asks for. -> Scorer"""
+def load_scoring_template(name: str) -> ScoringTemplate:
+    """The scoring template ``name``, its backend's options validated."""
+    return parse_scoring_template(find_template(SCORING_FOLDER, name, "scoring template"), SCORERS)
+
+
+def build_scorer(template: ScoringTemplate, world: Path | None) -> Scorer:
+    """The scorer a scoring template asks for."""
     return SCORERS[template.backend].build(template.spec, world, template.batch_size)

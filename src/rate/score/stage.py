@@ -10,99 +10,31 @@ is scored.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from rate.config import Config, config_record
-from rate.datafiles import read_examples, reward_keys
 from rate.errors import DataFileError, RateError
-from rate.io import atomic_write_bytes, write_jsonl
 from rate.progress import progress
-from rate.score.backends import build_scorer
+from rate.records import (
+    INDEX,
+    completions_of,
+    count_completions,
+    count_texts,
+    read_examples,
+    reward_keys,
+    with_scores,
+    write_scored_rows,
+)
+from rate.score.backends import build_scorer, load_scoring_template
 from rate.score.base import Scorer, checked_scores
-from rate.store import Layout, output_path, resolve_input, write_meta
-from rate.templates import ScoringTemplate, load_scoring_template
+from rate.score.partial import PartialScores
+from rate.store import Layout, output_path, resolve_input, scored_stem, write_meta
+from rate.templates import ScoringTemplate
 
 log = logging.getLogger(__name__)
-
-
-def _fingerprint(path: Path, reward_key: str, scorer: dict) -> str:
-    """Input content, reward key and scorer: partial scores are reused only for the same."""
-    h = hashlib.sha256(reward_key.encode() + b"\0" + json.dumps(scorer, sort_keys=True).encode())
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-class Progress:
-    """The partial output of an interrupted run: a header line, then complete scored rows."""
-
-    def __init__(
-        self, folder: Path, input_path: Path, reward_key: str, scorer: dict, tag: str = ""
-    ) -> None:
-        self.fingerprint = _fingerprint(input_path, reward_key, scorer)
-        # tag: a shard's own partial file (".shard1of4"), so shards never share one.
-        name = f"{input_path.name}{tag}.{self.fingerprint[:16]}.jsonl"
-        self.path = folder / ".partial" / name
-
-    def load(self) -> list[dict]:
-        """Rows scored by an earlier run of the same input and reward key (may be [])."""
-        if not self.path.is_file():
-            return []
-        with open(self.path, "rb") as f:
-            lines = f.read().split(b"\n")
-        rows = []
-        try:
-            header = json.loads(lines[0])
-        except (json.JSONDecodeError, IndexError):
-            return []
-        if header.get("fingerprint") != self.fingerprint:
-            return []
-        # Only newline-terminated lines are complete; the last piece may be cut off by a kill.
-        for line in lines[1:-1]:
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                break
-        return rows
-
-    def start(self, rows: list[dict]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        header = json.dumps({"fingerprint": self.fingerprint}) + "\n"
-        body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-        atomic_write_bytes(self.path, (header + body).encode())
-        self.file = open(self.path, "ab")  # noqa: SIM115 (closed in finish/close)
-
-    def append(self, rows: list[dict]) -> None:
-        self.file.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode())
-        self.file.flush()
-        os.fsync(self.file.fileno())
-
-    def close(self) -> None:
-        if getattr(self, "file", None):
-            self.file.close()
-
-    def remove(self) -> None:
-        self.close()
-        self.path.unlink(missing_ok=True)
-
-
-def completions_of(rows: list[dict]) -> tuple[list[str], list[str], list[tuple[int, str]]]:
-    """(prompts, texts, (row position, completion name)) of the completions that are text."""
-    prompts, texts, slots = [], [], []
-    for j, row in enumerate(rows):
-        for name, text in row["completions"].items():
-            if isinstance(text, str):
-                prompts.append(row["reward_question"])
-                texts.append(text)
-                slots.append((j, name))
-    return prompts, texts, slots
 
 
 def score_rows(
@@ -121,7 +53,7 @@ def score_rows(
     as on the CPU).
     """
     if len(done) > len(rows) or any(
-        d.get("index") != r["index"] for d, r in zip(done, rows, strict=False)
+        d.get(INDEX) != r[INDEX] for d, r in zip(done, rows, strict=False)
     ):
         raise RateError("the partial scores do not match the input; delete the .partial file")
     if len(done) % chunk_size and len(done) < len(rows):
@@ -129,12 +61,9 @@ def score_rows(
     out = list(done)
     missing = 0
     start = len(done)
-    todo_texts = sum(
-        isinstance(t, str) for row in rows[start:] for t in row["completions"].values()
-    )
     t0 = time.perf_counter()
     n_texts = 0
-    bar = progress(None, f"score {reward_key}", todo_texts, unit="text")
+    bar = progress(None, f"score {reward_key}", count_texts(rows[start:]), unit="text")
     reported = 0
 
     def report(n: int) -> None:
@@ -142,26 +71,24 @@ def score_rows(
         reported += n
         bar.update(n)
 
-    scorer.on_texts = report
     try:
         for i in range(start, len(rows), chunk_size):
             chunk = rows[i : i + chunk_size]
             prompts, texts, slots = completions_of(chunk)
-            missing += sum(len(row["completions"]) for row in chunk) - len(texts)
+            missing += count_completions(chunk) - len(texts)
             reported = 0
-            raw = scorer.score(prompts, texts)
-            scores = checked_scores(scorer, len(texts), raw, chunk[0]["index"])
+            raw = scorer.score(prompts, texts, on_texts=report)
+            scores = checked_scores(scorer, len(texts), raw, chunk[0][INDEX])
             bar.update(len(texts) - reported)  # backends that do not report per batch
             n_texts += len(texts)
             per_row: list[dict] = [{} for _ in chunk]
             for (j, name), s in zip(slots, scores, strict=True):
                 per_row[j][name] = s
-            scored = [{**row, reward_key: per_row[j]} for j, row in enumerate(chunk)]
+            scored = [with_scores(row, reward_key, per_row[j]) for j, row in enumerate(chunk)]
             out.extend(scored)
             if sink is not None:
                 sink(scored)
     finally:
-        scorer.on_texts = None
         bar.close()
     seconds = time.perf_counter() - t0
     if missing:
@@ -197,7 +124,7 @@ class ScoredRows:
     counts: dict
     truncated: int
     scorer: dict  # the scorer's describe()
-    state: Progress  # the partial file, removed once the output is written
+    state: PartialScores  # the partial file, removed once the output is written
 
 
 def scoring_input(config: Config, layout: Layout) -> ScoringInput:
@@ -232,7 +159,7 @@ def score_range(
     if sc.batch_size:
         scorer.batch_size = sc.batch_size
     fingerprint = {**inp.template.record(), **scorer.describe(), "chunk_size": sc.chunk_size}
-    state = Progress(layout.scored, inp.source, key, fingerprint, tag)
+    state = PartialScores(layout.scored, inp.source, key, fingerprint, tag)
     done = state.load()
     if len(done) < len(rows):
         # A kill while a chunk was being appended leaves part of it; that part is redone.
@@ -240,8 +167,7 @@ def score_range(
     if done:
         log.info("resuming: %d of %d examples already scored", len(done), len(rows))
     # Texts of resumed examples that were truncated count too (tokenising them is cheap).
-    count = getattr(scorer, "count_truncated", None)
-    truncated_before = count(*completions_of(done)[:2]) if done and count else 0
+    truncated_before = scorer.count_truncated(*completions_of(done)[:2]) if done else 0
     state.start(done)
     try:
         scored, counts = score_rows(rows, scorer, key, sc.chunk_size, done, sink=state.append)
@@ -261,9 +187,9 @@ def write_scored(
 ) -> Path:
     """Write the scored file and its metadata: one writer for whole runs and merged shards."""
     sc = config.scoring
-    stem = inp.prefix if sc.dataset_folder == "rewrites" else _scored_stem(inp.source, inp.prefix)
+    stem = inp.prefix if sc.dataset_folder == "rewrites" else scored_stem(inp.source, inp.prefix)
     out = output_path(layout.scored, f"{stem}_scored", ".jsonl", config.smoke_test)
-    write_jsonl(out, rows)
+    write_scored_rows(out, rows)
     write_meta(
         out,
         "score_dataset",
@@ -302,11 +228,3 @@ def score_dataset(config: Config, layout: Layout) -> Path:
         result.counts["texts_per_second"],
     )
     return out
-
-
-def _scored_stem(source: Path, prefix: str) -> str:
-    from rate.store import parse_name
-
-    parsed = parse_name(source)
-    stem = parsed[0] if parsed else source.stem
-    return stem.removesuffix("_scored") or prefix

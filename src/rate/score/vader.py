@@ -6,48 +6,38 @@ English text; it has no token limit, so nothing is truncated.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from rate.errors import TemplateError
+from rate.score.base import Scorer, TextsDone
+from rate.score.options import VaderOptions
 
-from rate.errors import ConfigError, TemplateError
-from rate.score.base import Scorer
-
-FIELDS = ("compound", "pos", "neu", "neg")
-
-
-@dataclass
-class VaderOptions:
-    field: str = "compound"
-    input: str = "response"  # response, or concat (prompt + response)
-
-    def validate(self, where: str) -> None:
-        if self.field not in FIELDS:
-            raise ConfigError(f"{where}: key 'field' must be one of {', '.join(FIELDS)}")
-        if self.input not in ("response", "concat"):
-            raise ConfigError(f"{where}: key 'input' must be 'response' or 'concat'")
+try:  # an optional extra: without it, building the scorer says what to install
+    from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+except ImportError:  # pragma: no cover - installed by `make setup`
+    SentimentIntensityAnalyzer = None
 
 
 class VaderScorer(Scorer):
     name = "vader"
 
     def __init__(self, options: VaderOptions, world=None, batch_size: int = 0) -> None:
-        try:
-            from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
-        except ImportError:
+        if SentimentIntensityAnalyzer is None:
             raise TemplateError(
                 "the vader backend needs vaderSentiment: pip install vaderSentiment==3.3.2"
-            ) from None
+            )
         self.options = options
         self.analyzer = SentimentIntensityAnalyzer()
 
-    def score(self, prompts: list[str], responses: list[str]) -> list[float]:
+    def score(
+        self, prompts: list[str], responses: list[str], on_texts: TextsDone | None = None
+    ) -> list[float]:
         texts = responses
         if self.options.input == "concat":
             texts = [f"{p}{r}" for p, r in zip(prompts, responses, strict=True)]
         out = []
         for text in texts:
             out.append(float(self.analyzer.polarity_scores(text)[self.options.field]))
-            if self.on_texts is not None:
-                self.on_texts(1)
+            if on_texts is not None:
+                on_texts(1)
         return out
 
     def describe(self) -> dict:

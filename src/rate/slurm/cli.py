@@ -7,13 +7,15 @@ import argparse
 import logging
 import os
 
+from rate.config import add_config_args
+from rate.slurm.jobs import wait_for
+from rate.slurm.resources import STAGE_COMMANDS, resources_for
+
 log = logging.getLogger(__name__)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    from rate.pipeline_cli import config_args
-
-    config_args(p)
+    add_config_args(p)
     p.add_argument(
         "--wait",
         action="store_true",
@@ -28,8 +30,6 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from rate.slurm.submit import STAGE_COMMANDS
-
     p = sub.add_parser("submit", help="submit one stage as a SLURM job (needs PARTITION)")
     p.add_argument("stage", choices=sorted(STAGE_COMMANDS), help="the stage to submit")
     _common(p)
@@ -42,9 +42,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _report(submission, wait: bool, poll: float) -> int:
-    from rate.slurm.jobs import wait_for
-    from rate.slurm.resources import resources_for
-
     for job in submission.jobs:
         logs = job.log_files()
         if job.array is None:
@@ -65,6 +62,10 @@ def _report(submission, wait: bool, poll: float) -> int:
         ids = ",".join(j.job_id for j in submission.jobs)
         print(f"follow them with: squeue -j {ids}")
     return 0
+
+
+# The submission code reads scored files (numpy and the scoring stage); it is imported when a
+# command runs, to keep `rate --help` fast.
 
 
 def cmd_submit(args: argparse.Namespace) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from rate.config import SlurmConfig
+from rate.config import DEFAULT_STAGE_RESOURCES, SlurmConfig
 from rate.errors import SlurmError
 
 
@@ -20,14 +20,10 @@ class Resources:
     extra_args: tuple[str, ...] = ()
 
 
-# Sized for the reference workload (25,000 examples x 3 completions, 8B reward models in bf16):
-# scoring takes one GPU and the host memory to load an 8B model; the other stages are CPU work.
+# The defaults are the config's (rate.config.DEFAULT_STAGE_RESOURCES, with their reasons).
 STAGE_DEFAULTS: dict[str, Resources] = {
-    "create_dataset": Resources(time="04:00:00", cpus=4, mem="16G"),
-    "score_dataset": Resources(time="12:00:00", cpus=8, mem="64G", gpus=1),
-    "merge_scores": Resources(time="01:00:00", cpus=1, mem="16G"),
-    "treatment_effects": Resources(time="02:00:00", cpus=4, mem="16G"),
-    "plots": Resources(time="00:30:00", cpus=1, mem="8G"),
+    stage: Resources(str(r.time), r.cpus, r.mem, r.gpus)
+    for stage, r in DEFAULT_STAGE_RESOURCES.items()
 }
 
 
@@ -57,3 +53,12 @@ def partition_for(slurm: SlurmConfig) -> str:
             "without PARTITION"
         )
     return partition
+
+
+# The stages `rate submit` takes, and the `rate` subcommand each runs.
+STAGE_COMMANDS = {
+    "create_dataset": "create_dataset",
+    "score_dataset": "score_dataset",
+    "treatment_effects": "treatment_effects",
+    "plots": "plot",
+}

@@ -12,30 +12,21 @@ import dataclasses
 import logging
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import yaml
 
 from rate.config import Config, load_config
 from rate.io import atomic_write_json, atomic_write_text
 from rate.schema import to_dict
+from rate.score.shards import missing_shards
+from rate.score.stage import ScoringInput, scoring_input
 from rate.slurm.jobs import Submitted, dependency_arg, require, sbatch
-from rate.slurm.resources import partition_for, resources_for
+from rate.slurm.resources import STAGE_COMMANDS, partition_for, resources_for
 from rate.slurm.script import JobScript, render
 from rate.store import Layout, timestamp
 
-if TYPE_CHECKING:  # rate.score imports torch; `rate --help` should not wait for it
-    from rate.score.stage import ScoringInput
-
 log = logging.getLogger(__name__)
 
-# The stages `rate submit` takes, and the `rate` subcommand each runs.
-STAGE_COMMANDS = {
-    "create_dataset": "create_dataset",
-    "score_dataset": "score_dataset",
-    "treatment_effects": "treatment_effects",
-    "plots": "plot",
-}
 PIPELINE = ("create_dataset", "score_dataset", "treatment_effects")
 
 
@@ -64,8 +55,6 @@ class Submission:
         The shards and the merge then all read the same file, whatever is written meanwhile;
         an input that is missing or already scored is an error before anything is queued.
         """
-        from rate.score.stage import scoring_input
-
         inp = scoring_input(self.config, self.layout)
         scoring = dataclasses.replace(self.config.scoring, dataset_filename=str(inp.source))
         self.config = dataclasses.replace(self.config, scoring=scoring)
@@ -122,8 +111,6 @@ class Submission:
     def _sharded(
         self, n: int, inp: ScoringInput | None, deps: list[tuple[str, list[Submitted]]]
     ) -> list[Submitted]:
-        from rate.score.shards import missing_shards
-
         # A rerun after a failed shard: the shards already scored are not submitted again.
         todo = missing_shards(self.config, self.layout, n, inp) if inp else list(range(n))
         jobs = []

@@ -37,8 +37,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--out", type=Path, help="output folder")
 
 
+# Each command imports the study it runs when it runs, to keep `rate --help` fast.
+
+
 def _world(args: argparse.Namespace) -> Path:
-    from rate.demo import ensure_world
+    from rate.tinyrlhf.build import ensure_world
 
     world = args.world or project_dir() / "tinyrlhf" / ("world_small" if args.small else "world")
     ensure_world(world, args.small)

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
-from rate.datafiles import ORIGINAL, PERFECT, REWRITE, REWRITTEN
-from rate.estimators import Scores
+from rate.effects.estimators import Scores
+from rate.records import ORIGINAL, PERFECT, PROMPT, REWRITE, REWRITTEN, TEXTS, W
 from rate.rewrite.stage import build_dataset
-from rate.score.backends import build_scorer
-from rate.templates import DatasetTemplate, load_scoring_template
+from rate.score.backends import build_scorer, load_scoring_template
+from rate.templates import DatasetTemplate
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +42,12 @@ class ScoredPool:
 def score_rows_with(rows: list[dict], scorer_names: list[str], world: Path) -> dict:
     """Every completion of ``rows`` scored by each scoring template named."""
     out = {}
-    prompts = [r["reward_question"] for r in rows]
+    prompts = [r[PROMPT] for r in rows]
     for name in scorer_names:
         scorer = build_scorer(load_scoring_template(name), world)
         out[name] = {}
         for comp in COMPLETIONS:
-            texts = [r["completions"][comp] for r in rows]
+            texts = [r[TEXTS][comp] for r in rows]
             vals = []
             for i in range(0, len(texts), 8192):
                 vals.extend(scorer.score(prompts[i : i + 8192], texts[i : i + 8192]))
@@ -62,7 +62,7 @@ def scored_pool(
     dataset, summary = build_dataset(template, n, seed, world, batch_size=8192)
     rows = list(dataset.values())
     log.info("pool of %d examples (W=1: %d)", len(rows), summary["counts"]["w_1"])
-    w = np.array([r["w_original"] for r in rows], dtype=bool)
+    w = np.array([r[W] for r in rows], dtype=bool)
     return ScoredPool(rows, w, score_rows_with(rows, scorer_names, world))
 
 

@@ -16,16 +16,17 @@ from statistics import NormalDist
 
 import numpy as np
 
-from rate.bootstrap import percentile_intervals
-from rate.effects import TARGET, true_effects
-from rate.estimators import estimate
+from rate.catalog import load_dataset_template
+from rate.effects.bootstrap import percentile_intervals
+from rate.effects.estimators import BY_NAME, ESTIMATORS, estimate, estimator
+from rate.effects.stage import true_effects
 from rate.progress import progress
 from rate.studies.common import ScoredPool, scored_pool
-from rate.templates import load_dataset_template
 
 log = logging.getLogger(__name__)
 
-RATE = ("ATT_rewritten_rewrite", "ATU_rewritten_rewrite", "ATE_rewritten_rewrite")
+# The estimators with the reference's unpaired SE beside their paired one (RATE's).
+UNPAIRED = tuple(e.name for e in ESTIMATORS if e.unpaired_se)
 
 
 def coverage_of_pool(
@@ -42,9 +43,9 @@ def coverage_of_pool(
     s_all, perfect_all = pool.estimator_input(scorer)
     truth = true_effects(s_all, perfect_all)
     rng = np.random.default_rng(seed)
-    names = list(TARGET) + [f"{k}_unpaired" for k in RATE]
+    names = [e.name for e in ESTIMATORS] + [f"{k}_unpaired" for k in UNPAIRED]
     covered = {k: 0 for k in names}
-    boot_covered = {k: 0 for k in RATE}
+    boot_covered = {k: 0 for k in UNPAIRED}
     boot_conditional = 0
     errors = {k: [] for k in names}
     ses = {k: [] for k in names}
@@ -59,20 +60,20 @@ def coverage_of_pool(
         for k in names:
             base = k.removesuffix("_unpaired")
             se_key = f"{base}_stderr_unpaired" if k.endswith("_unpaired") else f"{base}_stderr"
-            err = est[base] - truth[TARGET[base]]
+            err = est[base] - truth[BY_NAME[base].estimand]
             covered[k] += abs(err) <= z * est[se_key]
             errors[k].append(err)
             ses[k].append(est[se_key])
         if n_bootstrap:
             iv = percentile_intervals(s, n_bootstrap, seed=rep, level=level)
-            for k in RATE:
+            for k in UNPAIRED:
                 lo, hi = iv[k]
-                boot_covered[k] += lo <= truth[TARGET[k]] <= hi
+                boot_covered[k] += lo <= truth[BY_NAME[k].estimand] <= hi
             # Stratified resampling holds the W mix at the sample's; its ATE interval targets
             # the population ATT and ATU weighted by that mix.
             n1, n0 = est["Y1_count"], est["Y0_count"]
             mix_truth = (n1 * truth["ATT"] + n0 * truth["ATU"]) / (n1 + n0)
-            lo, hi = iv["ATE_rewritten_rewrite"]
+            lo, hi = iv[estimator("rate", "ATE").name]
             boot_conditional += lo <= mix_truth <= hi
     out = {
         "scorer": scorer,
@@ -90,11 +91,11 @@ def coverage_of_pool(
         # The SE's own accuracy: the sd of the estimates over samples against the mean SE.
         "sd_over_mean_se": {k: float(np.std(errors[k], ddof=1) / np.mean(ses[k])) for k in names},
         "width_ratio_paired_over_unpaired": {
-            k: float(np.mean(ses[k]) / np.mean(ses[f"{k}_unpaired"])) for k in RATE
+            k: float(np.mean(ses[k]) / np.mean(ses[f"{k}_unpaired"])) for k in UNPAIRED
         },
     }
     if n_bootstrap:
-        out["bootstrap_coverage"] = {k: boot_covered[k] / used for k in RATE}
+        out["bootstrap_coverage"] = {k: boot_covered[k] / used for k in UNPAIRED}
         out["bootstrap_coverage_ATE_of_the_sample_mix"] = boot_conditional / used
         out["n_bootstrap"] = n_bootstrap
     return out
@@ -129,8 +130,9 @@ def coverage_table(study: dict) -> str:
         "mean error / SE | sd / mean SE | width paired / unpaired |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    shown = [estimator(m, "ATE").name for m in ("naive", "single_rewrite")] + list(UNPAIRED)
     for r in study["results"]:
-        for k in ("naive_effect", "ATE_single_rewrite", *RATE):
+        for k in shown:
             unp = r["coverage"].get(f"{k}_unpaired")
             boot = r.get("bootstrap_coverage", {}).get(k)
             ratio = r["width_ratio_paired_over_unpaired"].get(k)
@@ -143,7 +145,7 @@ def coverage_table(study: dict) -> str:
     for r in study["results"]:
         if "bootstrap_coverage_ATE_of_the_sample_mix" in r:
             lines.append(
-                f"| {r['scorer']} | ATE_rewritten_rewrite, against the sample mix's ATE | | | "
+                f"| {r['scorer']} | {estimator('rate', 'ATE').name}, against the sample mix's ATE | | | "
                 f"{r['bootstrap_coverage_ATE_of_the_sample_mix']:.3f} | | | |"
             )
     r0 = study["results"][0]

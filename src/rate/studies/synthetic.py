@@ -25,15 +25,17 @@ from statistics import NormalDist
 
 import numpy as np
 
-from rate.datafiles import ORIGINAL, PERFECT, REWRITE, REWRITTEN
-from rate.datasets.sources import stable_seed
-from rate.effects import compute_effects
+from rate.catalog import load_dataset_template
+from rate.effects.estimators import METHODS, estimator
+from rate.effects.stage import compute_effects
 from rate.io import atomic_write_json, atomic_write_text
+from rate.plots.stage import make_plots
 from rate.progress import progress
+from rate.records import ORIGINAL, PERFECT, REWRITE, REWRITTEN
 from rate.rewrite.backends import build_rewriter
 from rate.rewrite.base import RewriteRequest
+from rate.seeding import stable_seed
 from rate.studies.common import ScoredPool, score_rows_with, scored_pool, slope
-from rate.templates import load_dataset_template
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +64,7 @@ def _sweep(
 ) -> dict:
     """points[level] = {series: _point(...)} -> the plots module's sweep format."""
     series = {}
-    for s in ("naive", "single_rewrite", "rate"):
+    for s in METHODS:
         series[s] = {f: [p[s][f] for p in points] for f in ("estimate", "low", "high")}
     series["truth"] = {
         "estimate": [p["rate"]["truth"] for p in points],
@@ -84,11 +86,12 @@ def _sweep(
 def _estimates(pool: ScoredPool, scorer: str, estimand: str) -> dict:
     s, perfect = pool.estimator_input(scorer)
     r = compute_effects(s, perfect, 0, 0, 0.95)
-    return {
-        "naive": _point(r, "naive_effect", "ATE"),
-        "single_rewrite": _point(r, f"{estimand}_single_rewrite", estimand),
-        "rate": _point(r, f"{estimand}_rewritten_rewrite", estimand),
-    }
+    out = {}
+    for method in METHODS:
+        # The naive contrast estimates the ATE only; every sweep shows it.
+        e = estimator(method, estimand) or estimator(method, "ATE")
+        out[method] = _point(r, e.name, e.estimand)
+    return out
 
 
 def correlation_sweep(pool: ScoredPool, n: int, seed: int) -> dict[str, dict]:
@@ -142,7 +145,7 @@ def inject_typos(text: str, key: str, token: str, counterpart: str) -> str:
 def typo_sweep(pool: ScoredPool, n: int, seed: int, world: Path) -> dict[str, dict]:
     """Experiment (b): one sample of n, typos in a growing share of its W=1 examples."""
     template = load_dataset_template(TEMPLATE)
-    _, rule = template.parts["w_classifier"]
+    rule = template.part("w_classifier")
     rewriter = build_rewriter(template, seed)
     rng = np.random.default_rng(seed)
     base = pool.subset(rng.choice(len(pool.w), n, replace=False))
@@ -206,8 +209,6 @@ def run_synthetic(
     world: Path, out_dir: Path, pool_size: int = 40_000, n: int = 2000, seed: int = 0
 ) -> list[Path]:
     """Both experiments; writes sweeps, figures and tables to ``out_dir``. -> written files"""
-    from rate.plots import make_plots
-
     template = load_dataset_template(TEMPLATE)
     pool = scored_pool(template, pool_size, seed, world, SCORERS)
     sweeps = [

@@ -31,7 +31,7 @@ from rate.tinyrlhf.rm_train import train_reward_model
 from rate.tinyrlhf.sampling import sample
 from rate.tinyrlhf.sft import train_sft
 from rate.tinyrlhf.vocab import FAMILIES
-from rate.tinyrlhf.worldconfig import RunSpec, WorldConfig
+from rate.tinyrlhf.worldconfig import RunSpec, WorldConfig, load_world_config
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +155,17 @@ def build_world(config: WorldConfig, out: Path, overwrite: bool = False) -> dict
     return info
 
 
+def ensure_world(world: Path, small: bool = False) -> Path:
+    """The world at ``world``: reused if it is built, else built from the packaged default
+    config (or its small variant)."""
+    if (Path(world) / "world_info.json").is_file():
+        log.info("reusing the world at %s", world)
+    else:
+        log.info("building the tiny RLHF world at %s (minutes on 2 cores)", world)
+        build_world(load_world_config(small=small), Path(world))
+    return Path(world)
+
+
 def qa_sample(rows: list[dict], per_family: int) -> list[dict]:
     """The first ``per_family`` rows of each family (rows are already in random order)."""
     taken: dict[str, int] = {}
@@ -166,4 +177,4 @@ def qa_sample(rows: list[dict], per_family: int) -> list[dict]:
     return out
 
 
-__all__ = ["build_world", "qa_sample", "run_family_weights"]
+__all__ = ["build_world", "ensure_world", "qa_sample", "run_family_weights"]

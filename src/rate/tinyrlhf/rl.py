@@ -24,7 +24,7 @@ import torch
 from rate.errors import ConfigError, RateError
 from rate.io import atomic_write_json
 from rate.progress import progress
-from rate.schema import from_dict, parse_override, to_dict
+from rate.schema import from_dict, parse_assignment, to_dict
 from rate.tinyrlhf.data import PromptPool, load_prompts
 from rate.tinyrlhf.models import Policy, RewardModel, load_policy, load_reward_model, save_model
 from rate.tinyrlhf.sampling import response_logprobs, sample, sample_without_cache
@@ -102,8 +102,8 @@ def load_rl_config(path: Path | None, overrides: list[str] = ()) -> RLConfig:
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: expected a JSON object of config keys")
     for text in overrides:
-        key, value = parse_override(text)
-        data[key] = value
+        parts, value = parse_assignment(text, "--set")
+        data[".".join(parts)] = value
     if overrides:
         where = f"{where} with --override {' '.join(overrides)}"
     return from_dict(RLConfig, data, where)

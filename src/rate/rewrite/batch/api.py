@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 import openai
 
 from rate.errors import ConfigError, RateError
-from rate.rewrite.batch.options import OpenAIBatchOptions
 from rate.rewrite.batch.requests import ENDPOINT
 from rate.rewrite.openai_chat import (
     _RETRY_STATUSES,
@@ -21,9 +20,9 @@ from rate.rewrite.openai_chat import (
     UNREACHED_TRIES,
     _api_key,
     _retry_after_s,
-    _safe_url,
     _server_message,
 )
+from rate.rewrite.options import OpenAIBatchOptions, safe_url
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -64,7 +63,7 @@ class BatchAPI:
             timeout=options.timeout_s,
             max_retries=0,  # retried below, logged, bounded by max_api_retries
         )
-        self.endpoint = _safe_url(str(self._client.base_url).rstrip("/"))
+        self.endpoint = safe_url(str(self._client.base_url).rstrip("/"))
         self._reached = False
         self.calls = 0  # API calls made (attempts included), for logs and tests
 

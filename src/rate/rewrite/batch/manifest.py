@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,20 @@ PENDING, WRITTEN, SUBMITTED, DONE, FAILED = "pending", "written", "submitted", "
 UPLOADING, UPLOADED, CREATING = "uploading", "uploaded", "creating"
 TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
 STATUSES = frozenset({"validating", "in_progress", "finalizing", "cancelling", *TERMINAL})
+
+
+# Test hook: set to after_upload, after_create or after_download, the process exits at once
+# (os._exit, status 75) at that point, before the manifest records what just happened, as a
+# kill there would. Tests use it; nothing else should set it.
+CRASH_ENV = "RATE_OPENAI_BATCH_TEST_CRASH_AT"
+CRASH_EXIT_CODE = 75
+
+
+def crash_point(name: str) -> None:
+    """The test hook: exit here, without any clean-up, if CRASH_ENV names this point."""
+    if os.environ.get(CRASH_ENV) == name:
+        logging.shutdown()
+        os._exit(CRASH_EXIT_CODE)
 
 
 class RunLockedError(RateError):
@@ -128,3 +144,16 @@ def run_lock(run_dir: Path):
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+@dataclass
+class Run:
+    """One run's folder, manifest and id."""
+
+    run_id: str
+    run_dir: Path
+    manifest: Manifest
+
+    @property
+    def path(self) -> Path:
+        return self.manifest.path

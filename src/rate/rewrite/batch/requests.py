@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from rate.errors import RateError
 from rate.rewrite.base import RewriteRequest
-from rate.rewrite.batch.options import OpenAIBatchOptions
+from rate.rewrite.options import OpenAIBatchOptions
 
 ENDPOINT = "/v1/chat/completions"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]+")

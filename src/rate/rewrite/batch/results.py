@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -169,3 +171,9 @@ def batch_failure(errors: Any) -> tuple[str, str]:
     reason = redact("; ".join(parts)) if parts else "the API gave no reason"
     transient = any(t in c for c in codes for t in _TRANSIENT_BATCH_CODES)
     return (RATE_LIMIT if transient else BATCH_FAILED), reason[:1000]
+
+
+def class_counts(failures: Iterable[dict | None]) -> str:
+    """'3 rate_limit, 1 invalid_request': failures counted by class."""
+    counts = Counter((f or {}).get("class", OTHER) for f in failures)
+    return ", ".join(f"{n} {cls}" for cls, n in counts.most_common()) or "no failure recorded"

@@ -12,9 +12,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from rate.errors import TemplateError
+import torch
+from transformers import AutoTokenizer
 
-DTYPES = ("float32", "bfloat16", "float16", "auto")
+from rate.errors import TemplateError
 
 
 def is_local(model: str) -> bool:
@@ -37,8 +38,6 @@ def hub_offline_error(model: str, err: Exception | None, key: str) -> TemplateEr
 
 def resolve_device(device: str) -> str:
     """``auto``: cuda when there is a GPU, else cpu."""
-    import torch
-
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     return device
@@ -46,8 +45,6 @@ def resolve_device(device: str) -> str:
 
 def resolve_dtype(dtype: str, device: str):
     """The torch dtype for ``dtype`` (``auto``: bf16 on a GPU, fp32 elsewhere)."""
-    import torch
-
     if dtype == "auto":
         dtype = "bfloat16" if device.startswith("cuda") else "float32"
     return getattr(torch, dtype)
@@ -64,8 +61,6 @@ def load_pretrained(
     """(tokenizer, model on its device in eval mode, the resolved device) for ``model``, a hub
     id or a local folder. ``key`` names the template key for messages (e.g. "the scoring
     template's 'model'")."""
-    from transformers import AutoTokenizer
-
     local = is_local(model)
     source = str(Path(model).expanduser()) if local else model
     if local and not Path(source).is_dir():

@@ -6,6 +6,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+import torch
+
 log = logging.getLogger(__name__)
 
 
@@ -20,8 +22,6 @@ def run_halving(
     """``run(indices)`` over ``order`` in batches of ``batch_size``; an out-of-memory error
     halves the batch and retries it (at 1 it is raised). -> (result per index, the batch size
     that fitted, to keep for later calls)"""
-    import torch
-
     results: dict[int, Any] = {}
     i = 0
     while i < len(order):

@@ -15,8 +15,10 @@ import inspect
 import logging
 from typing import Any
 
-from rate.batches import run_halving
-from rate.score.base import Scorer
+import torch
+
+from rate.oom import run_halving
+from rate.score.base import Scorer, TextsDone
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +78,10 @@ class TokenBatchScorer(Scorer):
         """The token ids the model reads for each (prompt, response), already cut."""
         raise NotImplementedError
 
-    def score(self, prompts: list[str], responses: list[str]) -> list[float]:
-        return self.score_ids(self.encode_pairs(prompts, responses))
+    def score(
+        self, prompts: list[str], responses: list[str], on_texts: TextsDone | None = None
+    ) -> list[float]:
+        return self.score_ids(self.encode_pairs(prompts, responses), on_texts)
 
     def count_truncated(self, prompts: list[str], responses: list[str]) -> int:
         """How many of these pairs exceed the model's limit (tokenises only; for the texts of a
@@ -87,15 +91,13 @@ class TokenBatchScorer(Scorer):
         counted, self.truncated = self.truncated - before, before
         return counted
 
-    def score_ids(self, ids: list[list[int]]) -> list[float]:
+    def score_ids(self, ids: list[list[int]], on_texts: TextsDone | None = None) -> list[float]:
         """One score per token sequence, in order, in length-sorted batches."""
-        return [float(v) for v in self.run_batches(ids, self._model_scores)]
+        return [float(v) for v in self.run_batches(ids, self._model_scores, on_texts)]
 
-    def run_batches(self, ids: list[list[int]], fn) -> list:
+    def run_batches(self, ids: list[list[int]], fn, on_texts: TextsDone | None = None) -> list:
         """``fn(input_ids, attention_mask, kwargs)`` -> a tensor with one row per sequence, run
         over length-sorted batches; -> the rows (as Python values) in the order of ``ids``."""
-        import torch
-
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
 
         def run(chunk: list[int]) -> list:
@@ -104,14 +106,12 @@ class TokenBatchScorer(Scorer):
                 return fn(input_ids, mask, kwargs).float().cpu().tolist()
 
         results, self.batch_size = run_halving(
-            order, self.batch_size, run, self.device, on_batch=self.on_texts
+            order, self.batch_size, run, self.device, on_batch=on_texts
         )
         return [results[i] for i in range(len(ids))]
 
     def pad(self, seqs: list[list[int]]) -> tuple[Any, Any, dict]:
         """(input_ids, attention_mask, extra model kwargs) for one batch."""
-        import torch
-
         longest = max(len(s) for s in seqs)
         pad = self.tokenizer.pad_token_id
         left = self.padding_side == "left"

@@ -18,27 +18,24 @@ from statistics import NormalDist
 
 import numpy as np
 
-from rate.bootstrap import STATISTICS, percentile_intervals
 from rate.config import Config, EffectsConfig, config_record
-from rate.datafiles import COMPLETIONS, PERFECT, read_examples, reward_keys
+from rate.effects.bootstrap import percentile_intervals
+from rate.effects.estimators import (
+    ESTIMANDS,
+    ESTIMATORS,
+    Scores,
+    estimate,
+    estimator,
+    needs_both_groups,
+    normalised_keys,
+)
 from rate.errors import DataFileError
-from rate.estimators import Scores, estimate
 from rate.io import atomic_write_json
-from rate.store import Layout, output_path, resolve_input, write_meta
+from rate.records import ScoreColumns, columns_from_rows, score_columns
+from rate.rewrite.checks import PASSING
+from rate.store import Layout, effects_stem, output_path, resolve_input, write_meta
 
 log = logging.getLogger(__name__)
-
-NEEDED = COMPLETIONS
-# Which true effect each estimator targets.
-TARGET = {
-    "naive_effect": "ATE",
-    "ATT_single_rewrite": "ATT",
-    "ATU_single_rewrite": "ATU",
-    "ATE_single_rewrite": "ATE",
-    "ATT_rewritten_rewrite": "ATT",
-    "ATU_rewritten_rewrite": "ATU",
-    "ATE_rewritten_rewrite": "ATE",
-}
 
 
 def _json_number(x: float) -> float | None:
@@ -59,37 +56,21 @@ def clean(obj):
 
 
 def extract_scores(
-    rows: list[dict], reward_key: str, source: Path, drop_incomplete: bool
-) -> tuple[Scores, np.ndarray | None, list[dict], dict]:
+    cols: ScoreColumns, reward_key: str, source: Path, drop_incomplete: bool
+) -> tuple[Scores, np.ndarray | None, np.ndarray, dict]:
     """Arrays for the estimators (and the true counterfactual's scores where every kept row has
-    one); -> (scores, perfect or None, kept rows, exclusion counts)."""
-    if not any(reward_key in row for row in rows):
-        present = reward_keys(rows)
+    one); -> (scores, perfect or None, the positions kept, exclusion counts)."""
+    if not cols.has_key:
         raise DataFileError(
             f"{source}: no scores under reward_key {reward_key!r}; reward keys present: "
-            f"{', '.join(present) or '(none: score the file first)'}"
+            f"{', '.join(cols.reward_keys) or '(none: score the file first)'}"
         )
-    # One pass over the rows: the scores as a (n, 3) table, NaN where one is missing or not a
-    # number (NaN scores in the file are non-finite ones; they are told apart below).
-    missing_mask = np.zeros(len(rows), dtype=bool)
-    table = np.empty((len(rows), len(NEEDED)))
-    for i, row in enumerate(rows):
-        s = row.get(reward_key)
-        try:
-            vals = (s["original"], s["rewrite"], s["rewritten rewrite"])
-        except (TypeError, KeyError):
-            missing_mask[i] = True
-            table[i] = np.nan
-            continue
-        if not all(type(v) is float or (type(v) is int) for v in vals):
-            missing_mask[i] = True
-            table[i] = np.nan
-            continue
-        table[i] = vals
-    finite = np.isfinite(table).all(axis=1)
+    # NaN where a score is missing or not a number (NaN scores in the file are non-finite
+    # ones; they are told apart here).
+    finite = np.isfinite(cols.scores).all(axis=1)
     bad = {
-        "missing": [rows[i]["index"] for i in np.flatnonzero(missing_mask)],
-        "non_finite": [rows[i]["index"] for i in np.flatnonzero(~finite & ~missing_mask)],
+        "missing": [cols.index[i] for i in np.flatnonzero(cols.missing)],
+        "non_finite": [cols.index[i] for i in np.flatnonzero(~finite & ~cols.missing)],
     }
     for kind, what in (
         ("missing", "lack a completion or its score"),
@@ -99,7 +80,7 @@ def extract_scores(
         if idx and not drop_incomplete:
             shown = ", ".join(idx[:10]) + (" ..." if len(idx) > 10 else "")
             raise DataFileError(
-                f"{source}: {len(idx)} of {len(rows)} examples {what} under {reward_key!r} "
+                f"{source}: {len(idx)} of {len(cols)} examples {what} under {reward_key!r} "
                 f"(examples {shown}); rescore them, or set effects.drop_incomplete: true to "
                 "exclude them"
             )
@@ -108,15 +89,11 @@ def extract_scores(
     keep = np.flatnonzero(finite)
     if keep.size == 0:
         raise DataFileError(f"{source}: no complete examples under {reward_key!r}")
-    kept = rows if keep.size == len(rows) else [rows[i] for i in keep]
-    table = table[keep]
-    w = np.fromiter((r["w_original"] for r in kept), dtype=bool, count=len(kept))
-    scores = Scores(w, table[:, 0].copy(), table[:, 1].copy(), table[:, 2].copy())
-    perfect = None
-    if all(isinstance(r[reward_key].get(PERFECT), (int, float)) for r in kept):
-        perfect = np.array([r[reward_key][PERFECT] for r in kept], dtype=float)
+    table = cols.scores[keep]
+    scores = Scores(cols.w[keep], table[:, 0].copy(), table[:, 1].copy(), table[:, 2].copy())
+    perfect = cols.perfect[keep] if cols.has_perfect[keep].all() else None
     excluded = {"missing": len(bad["missing"]), "non_finite": len(bad["non_finite"])}
-    return scores, perfect, kept, excluded
+    return scores, perfect, keep, excluded
 
 
 def true_effects(s: Scores, perfect: np.ndarray) -> dict[str, float]:
@@ -125,8 +102,9 @@ def true_effects(s: Scores, perfect: np.ndarray) -> dict[str, float]:
     sign = np.where(s.w, 1.0, -1.0)
     diff = sign * (s.original - perfect)
     out = {}
-    for name, mask in (("ATT", s.w), ("ATU", ~s.w), ("ATE", np.ones_like(s.w))):
-        d = diff[mask]
+    masks = {"ATT": s.w, "ATU": ~s.w, "ATE": np.ones_like(s.w)}
+    for name in ESTIMANDS:
+        d = diff[masks[name]]
         out[name] = float(d.mean()) if d.size else math.nan
         out[f"{name}_stderr"] = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else math.nan
     return out
@@ -135,29 +113,27 @@ def true_effects(s: Scores, perfect: np.ndarray) -> dict[str, float]:
 def errors_in_se(est: dict, truth: dict) -> dict[str, float]:
     """(estimate - truth) / the estimate's SE, for every estimator."""
     out = {}
-    for key, target in TARGET.items():
-        se = est.get(f"{key}_stderr", math.nan)
-        out[key] = (est[key] - truth[target]) / se if se and se > 0 else math.nan
+    for e in ESTIMATORS:
+        se = est.get(f"{e.name}_stderr", math.nan)
+        out[e.name] = (est[e.name] - truth[e.estimand]) / se if se and se > 0 else math.nan
     return out
 
 
 def normalised(est: dict) -> dict[str, float]:
     std = est.get("reward_std", math.nan)
-    keys = [k for k in est if k.endswith(("_effect", "_rewrite", "_stderr", "_unpaired"))]
-    keys += [k for k in est if k.startswith("rewrite_effect")]
-    return {k: est[k] / std if std and std > 0 else math.nan for k in dict.fromkeys(keys)}
+    return {k: est[k] / std if std and std > 0 else math.nan for k in normalised_keys(est)}
 
 
 def normal_intervals(est: dict, level: float) -> dict[str, list[float]]:
     z = NormalDist().inv_cdf(0.5 + level / 2)
     out = {}
-    for key in STATISTICS:
-        se = est.get(f"{key}_stderr", math.nan)
-        out[key] = [est[key] - z * se, est[key] + z * se]
-    for key in ("ATT", "ATU", "ATE"):
-        name = f"{key}_rewritten_rewrite"
-        se = est.get(f"{name}_stderr_unpaired", math.nan)
-        out[f"{name}_unpaired"] = [est[name] - z * se, est[name] + z * se]
+    for e in ESTIMATORS:
+        se = est.get(f"{e.name}_stderr", math.nan)
+        out[e.name] = [est[e.name] - z * se, est[e.name] + z * se]
+    for e in ESTIMATORS:
+        if e.unpaired_se:
+            se = est.get(f"{e.name}_stderr_unpaired", math.nan)
+            out[f"{e.name}_unpaired"] = [est[e.name] - z * se, est[e.name] + z * se]
     return out
 
 
@@ -173,9 +149,11 @@ def compute_effects(
     est = estimate(s)
     if est["Y1_count"] == 0 or est["Y0_count"] == 0:
         # With one W value there is no contrast: only that group's effect is defined.
-        for key in ("naive_effect", "ATE_single_rewrite", "ATE_rewritten_rewrite"):
-            est[key] = est[f"{key}_stderr"] = math.nan
-        est["ATE_rewritten_rewrite_stderr_unpaired"] = math.nan
+        for e in ESTIMATORS:
+            if needs_both_groups(e):
+                est[e.name] = est[f"{e.name}_stderr"] = math.nan
+                if e.unpaired_se:
+                    est[f"{e.name}_stderr_unpaired"] = math.nan
     result = dict(est)
     result["stderr_kind"] = "paired"
     result["normalized"] = normalised(est)
@@ -203,85 +181,83 @@ def compute_effects(
     return result
 
 
-def successful_rewrites(rows: list[dict], source: Path) -> tuple[list[dict], dict]:
-    """The rows whose two rewrites passed create_dataset's checks, and the counts of the
-    others by the first failing label."""
-    from rate.rewrite.checks import PASSING
-
+def successful_rewrites(cols: ScoreColumns, source: Path) -> tuple[np.ndarray, dict]:
+    """The positions of the rows whose two rewrites passed create_dataset's checks, and the
+    counts of the others by the first failing label."""
     kept, dropped = [], {}
-    for row in rows:
-        checks = row.get("checks")
-        if not isinstance(checks, dict):
+    for i, checks in enumerate(cols.checks or []):
+        if checks is None:
             raise DataFileError(
-                f"{source}: example {row.get('index')} has no rewrite checks (made before they "
+                f"{source}: example {cols.index[i]} has no rewrite checks (made before they "
                 "existed, or by another pipeline); set effects.only_successful_rewrites: false"
             )
         failed = [lab for lab in checks.values() if lab not in PASSING]
         if failed:
             dropped[failed[0]] = dropped.get(failed[0], 0) + 1
         else:
-            kept.append(row)
-    return kept, dropped
+            kept.append(i)
+    return np.array(kept, dtype=np.int64), dropped
 
 
 def effects_for_rows(rows: list[dict], ec: EffectsConfig, source: Path, workers: int = 2) -> dict:
-    n_rows = len(rows)
+    """The effects of rows read by :func:`rate.records.read_examples`."""
+    cols = columns_from_rows(rows, ec.reward_key, ec.group_by, ec.only_successful_rewrites)
+    return effects_for_columns(cols, ec, source, workers)
+
+
+def effects_for_columns(
+    cols: ScoreColumns, ec: EffectsConfig, source: Path, workers: int = 2
+) -> dict:
+    """Every estimate, interval and (where known) truth of one scored file's columns."""
+    n_rows = len(cols)
     checks = None
     if ec.only_successful_rewrites:
-        rows, dropped = successful_rewrites(rows, source)
-        checks = {"kept": len(rows), "dropped": dropped}
+        passed, dropped = successful_rewrites(cols, source)
+        cols = cols.take(passed)
+        checks = {"kept": len(cols), "dropped": dropped}
         log.info(
             "only successful rewrites: kept %d of %d examples (dropped: %s)",
-            len(rows),
+            len(cols),
             n_rows,
             ", ".join(f"{k} {v}" for k, v in sorted(dropped.items())) or "none",
         )
-        if len(rows) < 2:
+        if len(cols) < 2:
             raise DataFileError(
-                f"{source}: only {len(rows)} examples have rewrites that passed the checks; "
+                f"{source}: only {len(cols)} examples have rewrites that passed the checks; "
                 "look at the checks in the create_dataset metadata"
             )
-    scores, perfect, kept, excluded = extract_scores(
-        rows, ec.reward_key, source, ec.drop_incomplete
+    scores, perfect, keep, excluded = extract_scores(
+        cols, ec.reward_key, source, ec.drop_incomplete
     )
     result = compute_effects(scores, perfect, ec.n_bootstrap, ec.bootstrap_seed, ec.level, workers)
     result["input"] = {
         "file": str(source),
         "n_rows": n_rows,
-        "n_used": len(kept),
+        "n_used": len(keep),
         "excluded": excluded,
     }
     if checks is not None:
         result["input"]["only_successful_rewrites"] = checks
     if ec.group_by:
-        result["groups"] = _per_group(kept, ec, source)
+        result["groups"] = _per_group(cols.take(keep), ec, source)
     for note in result["notes"]:
         log.warning(note)
     return result
 
 
-def _group_value(row: dict, field: str):
-    if field in row and not isinstance(row[field], (dict, list)):
-        return row[field]
-    meta = row.get("metadata")
-    if isinstance(meta, dict) and field in meta:
-        return meta[field]
-    return None
-
-
-def _per_group(rows: list[dict], ec: EffectsConfig, source: Path) -> dict:
-    groups: dict[str, list[dict]] = {}
-    for row in rows:
-        value = _group_value(row, ec.group_by)
+def _per_group(cols: ScoreColumns, ec: EffectsConfig, source: Path) -> dict:
+    groups: dict[str, list[int]] = {}
+    for i, value in enumerate(cols.groups or []):
         if value is None:
             raise DataFileError(
-                f"{source}: example {row['index']} has no field {ec.group_by!r} "
+                f"{source}: example {cols.index[i]} has no field {ec.group_by!r} "
                 "(effects.group_by); use a field of the examples or their metadata"
             )
-        groups.setdefault(str(value), []).append(row)
+        groups.setdefault(str(value), []).append(i)
     out = {}
     for value, members in sorted(groups.items()):
-        scores, perfect, _, _ = extract_scores(members, ec.reward_key, source, True)
+        part = cols.take(np.array(members, dtype=np.int64))
+        scores, perfect, _, _ = extract_scores(part, ec.reward_key, source, True)
         out[value] = compute_effects(scores, perfect, 0, ec.bootstrap_seed, ec.level)
     return out
 
@@ -294,8 +270,8 @@ def treatment_effects(config: Config, layout: Layout) -> Path:
         folder, ec.dataset_filename, ec.dataset_name, ".jsonl", config.smoke_test
     )
     log.info("treatment_effects: %s, reward key %s", source.name, ec.reward_key)
-    rows = read_examples(source)
-    result = effects_for_rows(rows, ec, source)
+    cols = score_columns(source, ec.reward_key, ec.group_by, ec.only_successful_rewrites)
+    result = effects_for_columns(cols, ec, source)
     # The reference merges the effects config into the file; keep its keys where it put them.
     result.update(
         dataset_name=ec.dataset_name,
@@ -305,16 +281,17 @@ def treatment_effects(config: Config, layout: Layout) -> Path:
         dataset_filename=source.name,
         smoke_test=config.smoke_test,
     )
-    stem = f"{ec.dataset_name}_{ec.concept}_{ec.score}_treatment_effects"
+    stem = effects_stem(ec.dataset_name, ec.concept, ec.score)
     out = output_path(layout.effects, stem, ".json", config.smoke_test)
     atomic_write_json(out, clean(result))
     write_meta(out, "treatment_effects", input=str(source), config=config_record(config))
+    naive, rate = estimator("naive", "ATE").name, estimator("rate", "ATE").name
     log.info(
         "wrote %s: naive %.4g, RATE ATE %.4g (SE %.3g)%s",
         out,
-        result["naive_effect"],
-        result["ATE_rewritten_rewrite"],
-        result["ATE_rewritten_rewrite_stderr"],
+        result[naive],
+        result[rate],
+        result[f"{rate}_stderr"],
         f", true ATE {result['truth']['ATE']:.4g}" if "truth" in result else "",
     )
     return out

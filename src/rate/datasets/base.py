@@ -1,0 +1,37 @@
+"""The types every source of examples shares: an example, what a source is given, a source."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class Example:
+    """One original completion with the prompt the reward model sees."""
+
+    key: str  # stable across runs: identifies the example in outputs and rewrite requests
+    text: str
+    prompt: str
+    fields: dict[str, Any] = field(default_factory=dict)  # kept in the outputs' metadata
+
+
+@dataclass
+class SourceContext:
+    world: Path | None  # the tiny RLHF world (used by tiny-world sources only)
+    seed: int
+    template_path: str
+
+
+class ExampleStream(ABC):
+    """A live source: yields chunks of examples. Finite sources are read whole (and shuffled
+    with the run's seed); infinite ones (the tiny world) are drawn until enough have W."""
+
+    finite: bool = True
+
+    @abstractmethod
+    def chunks(self) -> Iterator[list[Example]]:
+        """The examples, a chunk at a time."""

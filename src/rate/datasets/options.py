@@ -1,0 +1,262 @@
+"""The options of every dataset-side part a template writes: sources, W rules and
+perturbations, as parsed from YAML and never changed afterwards. The live objects are built
+from them (:mod:`rate.datasets.registry`); the heavy libraries a source needs (datasets) load
+with its live stream, not here."""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rate.errors import ConfigError
+from rate.packaged import DRUG_SPLITS
+from rate.registry import Part
+from rate.tinyrlhf.vocab import FAMILIES, SYLLABLES
+
+ADAPTERS = ("fields", "hh_rlhf", "eli5")
+FORMATS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
+
+
+def file_format(name: str) -> str | None:
+    """The datasets builder for a file, by extension; compressed text (.gz) is read through."""
+    stem = name[:-3] if name.endswith(".gz") else name
+    return FORMATS.get(Path(stem).suffix)
+
+
+@dataclass
+class TinyWorldSource(Part):
+    """Responses sampled from the world's policies for fresh prompts."""
+
+    # Checkpoint folders relative to the world (e.g. policy, runs/default-s800/checkpoint),
+    # each with its share of the drawn examples.
+    policies: dict[str, float]
+    families: list[str] = field(default_factory=list)  # empty: all six
+    temperature: float = 1.0
+    chunk: int = 4096  # prompts drawn per round
+    max_rounds: int = 100  # give up if W is defined this rarely
+
+    def validate(self, where: str) -> None:
+        if not self.policies or any(s <= 0 for s in self.policies.values()):
+            raise ConfigError(f"{where}: key 'source.policies' needs positive shares")
+        bad = [f for f in self.families if f not in FAMILIES]
+        if bad:
+            raise ConfigError(
+                f"{where}: key 'source.families': unknown {bad}; valid: {', '.join(FAMILIES)}"
+            )
+        if self.temperature <= 0:
+            raise ConfigError(f"{where}: key 'source.temperature' must be > 0")
+
+
+@dataclass
+class JsonlSource(Part):
+    """One JSON object per line: the completion in ``text_field``, the prompt in
+    ``prompt_field`` or a fixed ``prompt``; the other fields are kept for W rules and groups."""
+
+    path: str  # absolute, or relative to the template's folder
+    text_field: str
+    prompt_field: str | None = None
+    prompt: str | None = None
+    id_field: str | None = None  # a stable id; default the line number
+
+    def validate(self, where: str) -> None:
+        if (self.prompt_field is None) == (self.prompt is None):
+            raise ConfigError(f"{where}: key 'source': give exactly one of prompt_field, prompt")
+
+
+@dataclass
+class HFDatasetSource(Part):
+    # A hub id (imdb, nvidia/HelpSteer, Anthropic/hh-rlhf) or a local folder laid out as the
+    # hub lays out datasets (train.jsonl, test.parquet, ...); or use data_files.
+    path: str = ""
+    name: str | None = None  # the dataset's configuration, if it has several
+    split: str = "train"
+    data_files: list[str] | None = None  # local files (relative to the template's folder)
+    revision: str | None = None
+    adapter: str = "fields"
+    # fields adapter
+    text_field: str = "text"
+    prompt: str = ""  # fixed text; {field} placeholders are filled from the record
+    id_field: str | None = None  # a stable id; default the row number
+    # hh_rlhf adapter
+    responses: str = "rejected"  # chosen, rejected or both
+    prompt_from: str = "first_turn"  # first_turn or dialogue
+    # Record fields kept for W rules and groups (default: every scalar field).
+    keep_fields: list[str] | None = None
+
+    def validate(self, where: str) -> None:
+        if bool(self.path) == bool(self.data_files):
+            raise ConfigError(f"{where}: key 'source': give exactly one of path, data_files")
+        if self.adapter not in ADAPTERS:
+            raise ConfigError(f"{where}: key 'source.adapter' must be one of {', '.join(ADAPTERS)}")
+        if self.responses not in ("chosen", "rejected", "both"):
+            raise ConfigError(f"{where}: key 'source.responses': chosen, rejected or both")
+        if self.prompt_from not in ("first_turn", "dialogue"):
+            raise ConfigError(f"{where}: key 'source.prompt_from': first_turn or dialogue")
+        for f in self.data_files or []:
+            if file_format(f) is None:
+                raise ConfigError(
+                    f"{where}: key 'source.data_files': {f}: the format is read from the "
+                    f"extension, one of {', '.join(FORMATS)} (optionally .gz)"
+                )
+        try:
+            list(string.Formatter().parse(self.prompt))
+        except ValueError as err:
+            raise ConfigError(
+                f"{where}: key 'source.prompt' is not a valid template ({err})"
+            ) from None
+
+
+@dataclass
+class DrugReviewSource(Part):
+    """drugs.com reviews: the completion is the review; the prompt is ``prompt`` with
+    {drug} and {condition} filled in. Fields: drug, condition, rating (positive, negative or
+    neutral), date, useful_count, split."""
+
+    split: str = "all"  # train, test or all
+    prompt: str = "Write a review of {drug} for {condition}: "
+
+    def validate(self, where: str) -> None:
+        if self.split not in (*DRUG_SPLITS, "all"):
+            raise ConfigError(f"{where}: key 'source.split': train, test or all")
+        names = {f for _, f, _, _ in string.Formatter().parse(self.prompt) if f}
+        if names - {"drug", "condition"}:
+            raise ConfigError(
+                f"{where}: key 'source.prompt' may use {{drug}} and {{condition}} only; it uses "
+                f"{sorted(names)}"
+            )
+
+
+@dataclass
+class ChatterbotSource(Part):
+    """The chatterbot corpus' consecutive turn pairs: prompt, then response. Field: topic."""
+
+    language: str = "english"
+    topics: list[str] | None = None  # default: every topic file
+
+
+@dataclass
+class TyposOptions(Part):
+    rate: float  # the share of eligible words that get a typo
+    apply_to: str = "w=1"  # w=1, w=0 or all
+
+    def validate(self, where: str) -> None:
+        if not 0 < self.rate <= 1:
+            raise ConfigError(f"{where}: key 'perturb.rate' must be in (0, 1]")
+        if self.apply_to not in ("w=1", "w=0", "all"):
+            raise ConfigError(f"{where}: key 'perturb.apply_to' must be w=1, w=0 or all")
+
+
+# ---------------------------------------------------------------------------------------------
+# W rules: how a template reads the attribute W off an example
+
+# How a text-based W rule measures a text (its length in characters or words); named here
+# because rule and rewriter options are validated against these names.
+TEXT_MEASURES = {
+    "text_length": lambda text: float(len(text)),  # characters
+    "text_words": lambda text: float(len(text.split())),
+}
+
+
+@dataclass
+class TokenSwapOptions(Part):
+    """Tiny world: W=1 when the response holds ``token`` and not ``counterpart``, W=0 when it
+    holds ``counterpart`` and not ``token``; undefined otherwise. Rewriting swaps the two."""
+
+    token: str
+    counterpart: str
+
+    def validate(self, where: str) -> None:
+        for key in ("token", "counterpart"):
+            if getattr(self, key) not in SYLLABLES:
+                raise ConfigError(
+                    f"{where}: key 'w_classifier.{key}': {getattr(self, key)!r} is not a "
+                    f"syllable of the tiny world ({' '.join(SYLLABLES)})"
+                )
+        if self.token == self.counterpart:
+            raise ConfigError(f"{where}: w_classifier.token and counterpart must differ")
+
+
+@dataclass
+class FieldEqualsOptions(Part):
+    """W=1 when ``field`` is in ``w1_values``, W=0 when in ``w0_values``; else undefined."""
+
+    field: str
+    w1_values: list[Any]
+    w0_values: list[Any] | None = None  # default: every other value is W=0
+
+    def validate(self, where: str) -> None:
+        if self.w0_values is not None and set(map(repr, self.w1_values)) & set(
+            map(repr, self.w0_values)
+        ):
+            raise ConfigError(f"{where}: w_classifier: a value is in both w1_values and w0_values")
+
+
+@dataclass
+class FieldAboveOptions(Part):
+    """W=1 when ``field`` is above ``threshold``, a number or ``median`` (computed on the data
+    and recorded); W=0 at or below it. The field ``text_length`` is the text's length in
+    characters and ``text_words`` in words: the completion's, never the record's (the reference
+    measured the record, so W was always 0)."""
+
+    field: str
+    threshold: float | str = "median"
+
+    def validate(self, where: str) -> None:
+        if isinstance(self.threshold, str) and self.threshold != "median":
+            raise ConfigError(f"{where}: w_classifier.threshold: a number or 'median'")
+
+
+@dataclass
+class TextMatchesOptions(Part):
+    """W=1 when the text matches the regular expression ``pattern`` (searched), else W=0; e.g.
+    ``^\\s*[AEIOUaeiou]`` for a review that starts with a vowel."""
+
+    pattern: str
+    ignore_case: bool = False
+
+    def validate(self, where: str) -> None:
+        try:
+            re.compile(self.pattern)
+        except re.error as err:
+            raise ConfigError(
+                f"{where}: key 'w_classifier.pattern' is not a regex ({err})"
+            ) from None
+
+
+@dataclass
+class AlwaysOptions(Part):
+    """W is the same for every example (``value``): only the ATT (or the ATU) is defined, as
+    for harmful responses that are all W=1."""
+
+    value: bool = True
+
+
+@dataclass
+class ScorerAboveOptions(Part):
+    """W read by a scorer (a scoring template, e.g. a sentiment classifier): W=1 when the score
+    is above ``threshold`` + ``margin``, W=0 below ``threshold`` - ``margin``, undefined in
+    between. ``threshold`` may be ``median``."""
+
+    scorer: str  # a scoring template
+    threshold: float | str = 0.0
+    margin: float = 0.0
+
+    def validate(self, where: str) -> None:
+        if isinstance(self.threshold, str) and self.threshold != "median":
+            raise ConfigError(f"{where}: w_classifier.threshold: a number or 'median'")
+        if self.margin < 0:
+            raise ConfigError(f"{where}: key 'w_classifier.margin' must be >= 0")
+
+    def scoring_templates(self) -> list[str]:
+        return [self.scorer]
+
+
+@dataclass
+class PythonRuleOptions(Part):
+    """Escape hatch: ``function: "module:function"`` taking an Example, returning bool or None.
+    The function is imported and run: a template that names one runs code."""
+
+    function: str

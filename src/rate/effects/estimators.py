@@ -1,0 +1,185 @@
+"""The estimators of RATE (Reber et al., ICML 2025) and its baselines, as one table.
+
+Inputs are per-example arrays: ``w`` (the attribute of the original text), and the reward
+model's scores of the original, the rewrite (W flipped) and the rewrite of the rewrite (W back).
+Every estimator is the mean of one per-example quantity over one group of examples
+(:data:`ESTIMATORS`); estimates, bootstrap statistics, intervals, normalisation, figures, the
+demo table and the coverage study all iterate over that table, so adding an estimator is one
+entry (and, for a new quantity, one line of :data:`QUANTITIES`). Key names follow the
+reference pipeline so that existing notebooks keep working.
+
+Standard errors: unpaired for the naive contrast; paired (sd of the within-example difference
+over sqrt(n)) for the single-rewrite and, by default, the RATE estimators, which are
+within-example differences too. The reference's conservative unpaired RATE SEs are reported
+beside them with the suffix ``_stderr_unpaired``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from rate.errors import RateError
+
+ESTIMANDS = ("ATE", "ATT", "ATU")
+METHODS = ("naive", "single_rewrite", "rate")
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Per-example W and scores; all arrays have the same length n."""
+
+    w: np.ndarray  # bool (n,)
+    original: np.ndarray  # (n,)
+    rewrite: np.ndarray  # (n,)
+    rewritten_rewrite: np.ndarray  # (n,)
+
+    def __post_init__(self) -> None:
+        n = len(self.w)
+        for name in ("original", "rewrite", "rewritten_rewrite"):
+            arr = getattr(self, name)
+            if arr.shape != (n,):
+                raise RateError(f"scores '{name}' has shape {arr.shape}, expected ({n},)")
+            bad = np.flatnonzero(~np.isfinite(arr))
+            if bad.size:
+                raise RateError(
+                    f"{bad.size} non-finite '{name}' score(s), first at example {bad[0]}; "
+                    "rescore those examples or drop them"
+                )
+
+    @property
+    def sign(self) -> np.ndarray:
+        """+1 where W=1, -1 where W=0: orients every difference as "W=1 minus W=0"."""
+        return np.where(self.w.astype(bool), 1.0, -1.0)
+
+
+# Per-example quantities, each oriented "W=1 minus W=0" where it is a difference.
+QUANTITIES: dict[str, Callable[[Scores], np.ndarray]] = {
+    "original": lambda s: s.original,
+    # Single rewrite: the original against its rewrite.
+    "single": lambda s: s.sign * (s.original - s.rewrite),
+    # RATE: the rewrite of the rewrite against the rewrite; both passed through the rewriter.
+    "rate": lambda s: s.sign * (s.rewritten_rewrite - s.rewrite),
+}
+# The two arms of a difference (the score of the W=1 text, of the W=0 text) for the unpaired
+# SE, which treats them as independent samples.
+ARMS: dict[str, Callable[[Scores], tuple[np.ndarray, np.ndarray]]] = {
+    "rate": lambda s: (
+        np.where(s.w, s.rewritten_rewrite, s.rewrite),
+        np.where(s.w, s.rewrite, s.rewritten_rewrite),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Estimator:
+    """One row of the table: the mean of ``quantity`` over ``group``."""
+
+    name: str  # the reference's key, e.g. ATT_rewritten_rewrite
+    estimand: str  # ATE, ATT or ATU: the true effect it targets
+    method: str  # naive, single_rewrite or rate
+    quantity: str  # a key of QUANTITIES
+    # w1 / w0: the mean over that group; all: over every example (the n-weighted mean of the
+    # two); contrast: the W=1 mean minus the W=0 mean, with an unpaired SE.
+    group: str
+    unpaired_se: bool = False  # also the reference's unpaired SE (needs ARMS[quantity])
+
+
+ESTIMATORS: tuple[Estimator, ...] = (
+    Estimator("naive_effect", "ATE", "naive", "original", "contrast"),
+    Estimator("ATT_single_rewrite", "ATT", "single_rewrite", "single", "w1"),
+    Estimator("ATU_single_rewrite", "ATU", "single_rewrite", "single", "w0"),
+    Estimator("ATE_single_rewrite", "ATE", "single_rewrite", "single", "all"),
+    Estimator("ATT_rewritten_rewrite", "ATT", "rate", "rate", "w1", unpaired_se=True),
+    Estimator("ATU_rewritten_rewrite", "ATU", "rate", "rate", "w0", unpaired_se=True),
+    Estimator("ATE_rewritten_rewrite", "ATE", "rate", "rate", "all", unpaired_se=True),
+)
+BY_NAME = {e.name: e for e in ESTIMATORS}
+
+
+def by_estimand(estimand: str) -> dict[str, Estimator]:
+    """{method: estimator} of the estimators that target ``estimand``."""
+    return {e.method: e for e in ESTIMATORS if e.estimand == estimand}
+
+
+def estimator(method: str, estimand: str) -> Estimator | None:
+    """The estimator of ``method`` for ``estimand`` (None where there is none, e.g. a naive
+    ATT)."""
+    return by_estimand(estimand).get(method)
+
+
+def needs_both_groups(e: Estimator) -> bool:
+    """Whether the estimator is defined only when both W values are present."""
+    return e.group in ("contrast", "all")
+
+
+def _mean_se_paired(diff: np.ndarray) -> tuple[float, float]:
+    n = diff.size
+    if n == 0:
+        return math.nan, math.nan
+    se = float(np.std(diff, ddof=1) / math.sqrt(n)) if n > 1 else math.nan
+    return float(np.mean(diff)), se
+
+
+def _se_unpaired(a: np.ndarray, b: np.ndarray) -> float:
+    if a.size < 2 or b.size < 2:
+        return math.nan
+    return float(math.sqrt(np.var(a, ddof=1) / a.size + np.var(b, ddof=1) / b.size))
+
+
+def _mask(group: str, w: np.ndarray) -> np.ndarray | slice:
+    return {"w1": w, "w0": ~w}.get(group, slice(None))
+
+
+def estimate(s: Scores) -> dict[str, float]:
+    """Every estimator of the table with its standard error(s), plus counts and diagnostics."""
+    w = s.w.astype(bool)
+    n1, n0 = int(w.sum()), int((~w).sum())
+    if n1 + n0 == 0:
+        raise RateError("no examples to estimate effects from")
+    out: dict[str, float] = {"Y1_count": n1, "Y0_count": n0}
+    values = {name: q(s) for name, q in QUANTITIES.items()}
+    for e in ESTIMATORS:
+        q = values[e.quantity]
+        if e.group == "contrast":
+            if n1 and n0:
+                out[e.name] = float(q[w].mean() - q[~w].mean())
+                out[f"{e.name}_stderr"] = _se_unpaired(q[w], q[~w])
+            else:
+                out[e.name] = out[f"{e.name}_stderr"] = math.nan
+        else:
+            out[e.name], out[f"{e.name}_stderr"] = _mean_se_paired(q[_mask(e.group, w)])
+    for e in ESTIMATORS:
+        if e.unpaired_se:
+            arm1, arm0 = ARMS[e.quantity](s)
+            mask = _mask(e.group, w)
+            out[f"{e.name}_stderr_unpaired"] = _se_unpaired(arm1[mask], arm0[mask])
+
+    # Pooled sd of the original scores of the two groups, for normalised effects.
+    o = s.original
+    if n1 > 1 and n0 > 1:
+        v1, v0 = np.var(o[w], ddof=1), np.var(o[~w], ddof=1)
+        out["reward_std"] = float(math.sqrt(((n1 - 1) * v1 + (n0 - 1) * v0) / (n1 + n0 - 2)))
+    else:
+        out["reward_std"] = float(np.std(o, ddof=1)) if o.size > 1 else math.nan
+
+    # Rewriter signature: how far a round trip moves the score, within each group.
+    for label, mask in (("w_1", w), ("w_0", ~w)):
+        m, se = _mean_se_paired((s.rewritten_rewrite - o)[mask])
+        out[f"rewrite_effect_{label}"], out[f"rewrite_effect_{label}_stderr"] = m, se
+    return out
+
+
+def normalised_keys(est: dict) -> list[str]:
+    """The keys of ``est`` that are in reward units (divided by reward_std to normalise)."""
+    keys = []
+    for e in ESTIMATORS:
+        keys += [e.name, f"{e.name}_stderr"] + (
+            [f"{e.name}_stderr_unpaired"] if e.unpaired_se else []
+        )
+    for label in ("w_1", "w_0"):
+        keys += [f"rewrite_effect_{label}", f"rewrite_effect_{label}_stderr"]
+    return [k for k in keys if k in est]

@@ -1,0 +1,98 @@
+"""Reading values out of an effect file for figures and tables: an estimate, its interval,
+the truth, in raw or normalised units. Missing values are JSON null in the files (an estimand
+the data cannot identify); every reader here returns None for them."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from statistics import NormalDist
+from typing import Any
+
+from rate.effects.estimators import ESTIMANDS, estimator
+
+
+def num(x: Any) -> float | None:
+    """A finite number, or None (JSON null, NaN, a missing key, or not a number)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    return float(x) if math.isfinite(x) else None
+
+
+def divisor(effects: dict, normalized: bool) -> float | None:
+    """What raw values are divided by: the reward's SD when normalised, else 1."""
+    if not normalized:
+        return 1.0
+    std = num(effects.get("reward_std"))
+    return std if std is not None and std > 0 else None
+
+
+def value(effects: dict, key: str, normalized: bool) -> float | None:
+    """An estimate in the units asked for (normalised values are raw / reward_std, as in the
+    file's ``normalized`` section)."""
+    raw, by = num(effects.get(key)), divisor(effects, normalized)
+    return None if raw is None or by is None else raw / by
+
+
+def level(effects: dict) -> float:
+    """The file's interval coverage (0.95 when it does not say)."""
+    given = num((effects.get("intervals") or {}).get("level"))
+    return given if given is not None and 0 < given < 1 else 0.95
+
+
+def interval(effects: dict, key: str, kind: str, normalized: bool) -> tuple[float, float] | None:
+    """The file's ``intervals[kind][key]`` in the units asked for; a normal interval missing
+    from the file is rebuilt from the estimate and its SE."""
+    by = divisor(effects, normalized)
+    pair = ((effects.get("intervals") or {}).get(kind) or {}).get(key)
+    if pair is None and kind == "normal":
+        est, se = num(effects.get(key)), num(effects.get(f"{key}_stderr"))
+        if est is not None and se is not None:
+            z = NormalDist().inv_cdf(0.5 + level(effects) / 2)
+            pair = [est - z * se, est + z * se]
+    if by is None or not isinstance(pair, (list, tuple)) or len(pair) != 2:
+        return None
+    lo, hi = num(pair[0]), num(pair[1])
+    return None if lo is None or hi is None else (lo / by, hi / by)
+
+
+def truth(effects: dict, estimand: str, normalized: bool) -> float | None:
+    """The true effect the file knows (the tiny world), in the units asked for."""
+    raw, by = num((effects.get("truth") or {}).get(estimand)), divisor(effects, normalized)
+    return None if raw is None or by is None else raw / by
+
+
+def rm_name(effects: dict) -> str:
+    return str(effects.get("score") or effects.get("reward_key") or "reward model")
+
+
+def units(normalized: bool) -> str:
+    return "normalised: reward SDs" if normalized else "raw reward units"
+
+
+def level_text(effects: Sequence[dict]) -> str:
+    levels = {round(level(e), 6) for e in effects}
+    return f"{levels.pop():.0%} intervals" if len(levels) == 1 else "intervals at each file's level"
+
+
+def rate_key(effects: dict) -> tuple[str, str]:
+    """(key, estimand) of the RATE estimate to draw: the ATE, else the ATT or ATU where the
+    data identify only that (every example has the same W)."""
+    for estimand in ESTIMANDS:
+        key = estimator("rate", estimand).name
+        if num(effects.get(key)) is not None:
+            return key, estimand
+    return estimator("rate", "ATE").name, "ATE"
+
+
+def row_labels(effects: list[dict]) -> list[str]:
+    """One label per file: its concept, with the dataset where a concept comes from several."""
+    datasets: dict[str, set] = {}
+    for e in effects:
+        datasets.setdefault(str(e.get("concept") or "?"), set()).add(e.get("dataset_name"))
+    out = []
+    for e in effects:
+        concept = str(e.get("concept") or "?")
+        several = len(datasets[concept]) > 1
+        out.append(f"{concept} ({e.get('dataset_name')})" if several else concept)
+    return out

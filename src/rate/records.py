@@ -1,0 +1,396 @@
+"""The one row type of the pipeline's data files: build, read, write, and read scores back.
+
+Rewritten datasets are JSON objects ``{index: example}``; scored datasets are JSONL, one example
+per line. Every example is the reference pipeline's::
+
+    {"w_original": bool, "completions": {"original": .., "rewrite": .., "rewritten rewrite": ..},
+     "reward_question": str}
+
+plus ours: ``key`` (a stable id), ``metadata`` (the source's fields), ``checks`` (the label of
+each rewrite, :mod:`rate.rewrite.checks`) and, per reward model, ``{reward_key: {completion:
+score}}``. Rows come back as dicts with an ``index`` (the JSON key, or the line number for the
+reference's JSONL files, which carry none). Every field name of the format lives here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pa_json
+
+from rate.errors import DataFileError
+from rate.io import atomic_write_json, read_json, read_jsonl, write_jsonl
+
+ORIGINAL, REWRITE, REWRITTEN = "original", "rewrite", "rewritten rewrite"
+PERFECT = "perfect rewrite"  # the true counterfactual, where a rewriter knows it (tiny world)
+COMPLETIONS = (ORIGINAL, REWRITE, REWRITTEN)
+INDEX, W, TEXTS, PROMPT = "index", "w_original", "completions", "reward_question"
+KEY, METADATA, CHECKS = "key", "metadata", "checks"
+
+log = logging.getLogger(__name__)
+
+
+# ---------------------------------------------------------------------------------------------
+# Building and writing
+
+
+def rewritten_example(
+    w: bool,
+    completions: dict[str, str],
+    prompt: str,
+    key: str,
+    metadata: dict[str, Any],
+    checks: dict[str, str],
+) -> dict[str, Any]:
+    """One example of a rewritten dataset, as create_dataset writes it."""
+    return {W: w, TEXTS: completions, PROMPT: prompt, KEY: key, METADATA: metadata, CHECKS: checks}
+
+
+def write_rewritten(path: Path, examples: list[dict[str, Any]]) -> None:
+    """A rewritten dataset: ``{index: example}`` in the given order, indices 0, 1, ..."""
+    atomic_write_json(path, {str(i): ex for i, ex in enumerate(examples)})
+
+
+def write_scored_rows(path: Path, rows: Iterable[dict[str, Any]]) -> int:
+    """A scored dataset, one row per line; -> the number of rows."""
+    return write_jsonl(path, rows)
+
+
+def with_scores(row: dict[str, Any], reward_key: str, scores: dict[str, float]) -> dict[str, Any]:
+    """``row`` with the scores of one reward model added under ``reward_key``."""
+    return {**row, reward_key: scores}
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def read_examples(path: Path) -> list[dict[str, Any]]:
+    """Rows of a rewritten (.json) or scored (.jsonl) dataset, each with 'index'."""
+    if path.suffix == ".jsonl":
+        rows = read_jsonl(path)
+        for i, row in enumerate(rows):
+            row.setdefault(INDEX, str(i))
+    elif path.suffix == ".json":
+        data = read_json(path)
+        if not isinstance(data, dict):
+            raise DataFileError(f"{path}: expected a JSON object {{index: example}}")
+        rows = []
+        for index, row in data.items():
+            if not isinstance(row, dict):
+                raise DataFileError(f"{path}: example {index!r} is not an object")
+            rows.append({INDEX: str(index), **row})
+    else:
+        raise DataFileError(f"{path}: unknown format; datasets are .json or .jsonl")
+    if not rows:
+        raise DataFileError(f"{path}: no examples")
+    for row in rows:
+        if (
+            type(row.get(W)) is not bool
+            or type(row.get(TEXTS)) is not dict
+            or type(row.get(PROMPT)) is not str
+        ):
+            _raise_bad_row(path, row)
+    return rows
+
+
+def _raise_bad_row(path: Path, row: dict) -> None:
+    where = f"{path}: example {row[INDEX]}"
+    if not isinstance(row.get(W), bool):
+        raise DataFileError(f"{where}: '{W}' must be true or false")
+    if not isinstance(row.get(TEXTS), dict):
+        raise DataFileError(f"{where}: '{TEXTS}' must be an object")
+    raise DataFileError(f"{where}: '{PROMPT}' must be a string")
+
+
+def reward_keys(rows: list[dict]) -> list[str]:
+    """The reward keys present: fields whose value maps completion names to numbers."""
+    keys: dict[str, None] = {}
+    for row in rows:
+        for k, v in row.items():
+            if isinstance(v, dict) and ORIGINAL in v and k != TEXTS:
+                keys[k] = None
+    return list(keys)
+
+
+def completions_of(rows: list[dict]) -> tuple[list[str], list[str], list[tuple[int, str]]]:
+    """(prompts, texts, (row position, completion name)) of the completions that are text."""
+    prompts, texts, slots = [], [], []
+    for j, row in enumerate(rows):
+        for name, text in row[TEXTS].items():
+            if isinstance(text, str):
+                prompts.append(row[PROMPT])
+                texts.append(text)
+                slots.append((j, name))
+    return prompts, texts, slots
+
+
+def count_completions(rows: list[dict]) -> int:
+    """How many completions the rows hold (text or not)."""
+    return sum(len(row[TEXTS]) for row in rows)
+
+
+def count_texts(rows: list[dict]) -> int:
+    """How many completions of the rows are text."""
+    return sum(isinstance(t, str) for row in rows for t in row[TEXTS].values())
+
+
+def w_values(rows: list[dict]) -> np.ndarray:
+    """W of each row, (n,) bool."""
+    return np.fromiter((r[W] for r in rows), dtype=bool, count=len(rows))
+
+
+def score_table(rows: list[dict], reward_key: str) -> tuple[np.ndarray, np.ndarray]:
+    """The scores of :data:`COMPLETIONS` under ``reward_key`` as an (n, 3) table, NaN where one
+    is missing or not a number, and a mask of those rows (non-finite scores in the file are
+    NaN in the table but not in the mask)."""
+    missing = np.zeros(len(rows), dtype=bool)
+    table = np.empty((len(rows), len(COMPLETIONS)))
+    for i, row in enumerate(rows):
+        s = row.get(reward_key)
+        try:
+            vals = (s[ORIGINAL], s[REWRITE], s[REWRITTEN])
+        except (TypeError, KeyError):
+            missing[i] = True
+            table[i] = np.nan
+            continue
+        if not all(type(v) is float or (type(v) is int) for v in vals):
+            missing[i] = True
+            table[i] = np.nan
+            continue
+        table[i] = vals
+    return table, missing
+
+
+def scores_of(rows: list[dict], reward_key: str, w: bool, completion: str) -> np.ndarray:
+    """The finite scores of one completion under ``reward_key`` in the rows with W = ``w``."""
+    vals = []
+    for r in rows:
+        if r.get(W) is not w:
+            continue
+        v = (r.get(reward_key) or {}).get(completion)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v):
+            vals.append(float(v))
+    return np.array(vals)
+
+
+def check_labels(row: dict) -> dict[str, str] | None:
+    """The rewrite-check label of each pass, or None (made before checks existed)."""
+    checks = row.get(CHECKS)
+    return checks if isinstance(checks, dict) else None
+
+
+def group_value(row: dict, field: str) -> Any:
+    """A row's value of ``field``: its own scalar field, else one of its metadata; or None."""
+    if field in row and not isinstance(row[field], (dict, list)):
+        return row[field]
+    meta = row.get(METADATA)
+    if isinstance(meta, dict) and field in meta:
+        return meta[field]
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# A scored file as columns, for the estimators
+
+
+@dataclass
+class ScoreColumns:
+    """What treatment_effects reads of a scored file under one reward key, a column each."""
+
+    index: list[str]
+    w: np.ndarray  # (n,) bool
+    scores: np.ndarray  # (n, 3): COMPLETIONS' scores, NaN where missing or not a number
+    missing: np.ndarray  # (n,) bool: a score is missing or not a number
+    perfect: np.ndarray  # (n,) the perfect rewrite's score (NaN where absent)
+    has_perfect: np.ndarray  # (n,) bool: the row has a numeric perfect-rewrite score
+    has_key: bool  # some row has a field named as the reward key
+    reward_keys: list[str]  # every reward key present (for messages)
+    checks: list[dict | None] | None = None  # each row's rewrite checks, if asked for
+    groups: list[Any] | None = None  # each row's value of the group_by field, if asked for
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def take(self, idx: np.ndarray) -> ScoreColumns:
+        """The rows at ``idx`` (positions), in that order."""
+        pick = idx.tolist()
+        return replace(
+            self,
+            index=[self.index[i] for i in pick],
+            w=self.w[idx],
+            scores=self.scores[idx],
+            missing=self.missing[idx],
+            perfect=self.perfect[idx],
+            has_perfect=self.has_perfect[idx],
+            checks=None if self.checks is None else [self.checks[i] for i in pick],
+            groups=None if self.groups is None else [self.groups[i] for i in pick],
+        )
+
+
+def columns_from_rows(
+    rows: list[dict], reward_key: str, group_by: str | None = None, with_checks: bool = False
+) -> ScoreColumns:
+    """The columns of rows read by :func:`read_examples`."""
+    table, missing = score_table(rows, reward_key)
+    perfect = np.full(len(rows), np.nan)
+    has_perfect = np.zeros(len(rows), dtype=bool)
+    for i, r in enumerate(rows):
+        v = r[reward_key].get(PERFECT) if isinstance(r.get(reward_key), dict) else None
+        if isinstance(v, (int, float)):
+            perfect[i], has_perfect[i] = v, True
+    return ScoreColumns(
+        index=[r[INDEX] for r in rows],
+        w=w_values(rows),
+        scores=table,
+        missing=missing,
+        perfect=perfect,
+        has_perfect=has_perfect,
+        has_key=any(reward_key in r for r in rows),
+        reward_keys=reward_keys(rows),
+        checks=[check_labels(r) for r in rows] if with_checks else None,
+        groups=[group_value(r, group_by) for r in rows] if group_by else None,
+    )
+
+
+def score_columns(
+    path: Path, reward_key: str, group_by: str | None = None, with_checks: bool = False
+) -> ScoreColumns:
+    """The columns of a scored file: read by Arrow's JSON reader where the file is what our
+    writers write (fast, columnar), else row by row with the exact checks and messages of
+    :func:`read_examples`. Both give the same columns."""
+    if path.suffix == ".jsonl":
+        columns = _arrow_columns(path, reward_key, group_by, with_checks)
+        if columns is not None:
+            return columns
+    return columns_from_rows(read_examples(path), reward_key, group_by, with_checks)
+
+
+_NUMBER = (pa.types.is_floating, pa.types.is_integer)
+
+
+def _numbers(column: pa.ChunkedArray | None, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(values with NaN where null, validity) of a numeric column; None if it is not one."""
+    if column is None:
+        return np.full(n, np.nan), np.zeros(n, dtype=bool)
+    if not any(is_type(column.type) for is_type in _NUMBER):
+        return None
+    valid = column.is_valid().to_numpy(zero_copy_only=False)
+    values = column.cast(pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False)
+    return values, valid
+
+
+def _child(column: pa.ChunkedArray, name: str) -> pa.ChunkedArray:
+    """A struct column's child, null where the parent is null."""
+    return pc.struct_field(column, name)
+
+
+def _arrow_columns(
+    path: Path, reward_key: str, group_by: str | None, with_checks: bool
+) -> ScoreColumns | None:
+    try:
+        table = pa_json.read_json(path, read_options=pa_json.ReadOptions(block_size=1 << 24))
+    except (pa.ArrowInvalid, OSError) as err:
+        log.debug("%s: row-by-row reading (%s)", path, err)
+        return None
+    n = table.num_rows
+    names = set(table.column_names)
+    if n == 0 or not {W, TEXTS, PROMPT} <= names:
+        return None
+    w, texts, prompt = table.column(W), table.column(TEXTS), table.column(PROMPT)
+    if (
+        not pa.types.is_boolean(w.type)
+        or not pa.types.is_struct(texts.type)
+        or not pa.types.is_string(prompt.type)
+        or w.null_count
+        or texts.null_count
+        or prompt.null_count
+    ):
+        return None
+    if INDEX in names:
+        index_column = table.column(INDEX)
+        if not pa.types.is_string(index_column.type) or index_column.null_count:
+            return None
+        index = index_column.to_pylist()
+    else:
+        index = [str(i) for i in range(n)]
+    present = [
+        c
+        for c in table.column_names
+        if c != TEXTS
+        and pa.types.is_struct(table.column(c).type)
+        and table.column(c).type.get_field_index(ORIGINAL) >= 0
+    ]
+    scores = np.full((n, len(COMPLETIONS)), np.nan)
+    missing = np.ones(n, dtype=bool)
+    perfect, has_perfect = np.full(n, np.nan), np.zeros(n, dtype=bool)
+    if reward_key in names:
+        column = table.column(reward_key)
+        if not pa.types.is_struct(column.type):
+            return None
+        valid_all = np.ones(n, dtype=bool)
+        for j, name in enumerate(COMPLETIONS):
+            child = _child(column, name) if column.type.get_field_index(name) >= 0 else None
+            read = _numbers(child, n)
+            if read is None:
+                return None
+            scores[:, j], valid = read
+            valid_all &= valid
+        missing = ~valid_all
+        scores[missing] = np.nan
+        if column.type.get_field_index(PERFECT) >= 0:
+            read = _numbers(_child(column, PERFECT), n)
+            if read is None:
+                return None
+            perfect, has_perfect = read
+    checks = groups = None
+    if with_checks:
+        checks = _checks(table, n)
+        if checks is False:
+            return None
+    if group_by:
+        groups = _groups(table, group_by)
+        if groups is None:
+            return None
+    return ScoreColumns(
+        index, w.to_numpy(zero_copy_only=False), scores, missing, perfect, has_perfect,
+        reward_key in names, present, checks, groups,
+    )  # fmt: skip
+
+
+def _checks(table: pa.Table, n: int) -> list[dict | None] | bool:
+    """Each row's checks, or False where only the row reader tells them exactly."""
+    if CHECKS not in table.column_names:
+        return [None] * n
+    column = table.column(CHECKS)
+    if not pa.types.is_struct(column.type) or column.null_count:
+        return False
+    for i in range(column.type.num_fields):
+        child = _child(column, column.type.field(i).name)
+        if not pa.types.is_string(child.type) or child.null_count:
+            return False  # a row without some pass: its dict lacks the key, not a null
+    return column.to_pylist()
+
+
+def _groups(table: pa.Table, field: str) -> list[Any] | None:
+    """Each row's value of ``field`` (a scalar column, else the metadata's), or None where only
+    the row reader tells it exactly."""
+    if field in table.column_names:
+        column = table.column(field)
+    elif METADATA in table.column_names and pa.types.is_struct(table.column(METADATA).type):
+        meta = table.column(METADATA)
+        if meta.type.get_field_index(field) < 0 or meta.null_count:
+            return None
+        column = _child(meta, field)
+    else:
+        return None
+    if pa.types.is_nested(column.type) or column.null_count:
+        return None
+    return column.to_pylist()

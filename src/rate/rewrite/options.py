@@ -1,0 +1,272 @@
+"""The options of every rewriter backend, as a dataset template's ``rewriter:`` writes them.
+
+Light: no model or API library is imported here; the live rewriters are built from these by
+:mod:`rate.rewrite.backends`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from rate.datasets.options import TEXT_MEASURES
+from rate.errors import ConfigError
+from rate.registry import Part
+from rate.score.options import DTYPES
+from rate.settings import project_dir
+from rate.tinyrlhf.vocab import SYLLABLES
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Neutral sentences the rules_en length rewriter adds (VADER scores each of them 0).
+FILLER = (
+    "That is what happened in my case.",
+    "I am writing this down for the record.",
+    "This is the whole account from start to end.",
+    "I took it as the label says.",
+    "Those are the details as I remember them.",
+)
+_WINDOW = re.compile(r"[1-9][0-9]*h")
+MB = 1_000_000
+# The Batch API's limits per input file (SPEC A.3): we never go above them.
+API_MAX_REQUESTS = 50_000
+API_MAX_BYTES = 200 * MB
+
+
+@dataclass
+class TinyRewriterOptions(Part):
+    style_map: dict[str, str] = field(default_factory=dict)
+    edit_rate: float = 0.0
+    perfect: bool = False
+
+    def validate(self, where: str) -> None:
+        bad = [t for kv in self.style_map.items() for t in kv if t not in SYLLABLES]
+        if bad:
+            raise ConfigError(f"{where}: key 'rewriter.style_map': unknown syllables {bad}")
+        loops = sorted(set(self.style_map) & set(self.style_map.values()))
+        if loops:
+            # A target that is also a source would make the map not idempotent.
+            raise ConfigError(
+                f"{where}: key 'rewriter.style_map': {loops} are both mapped and mapped to; "
+                "the style map must be idempotent"
+            )
+        if not 0 <= self.edit_rate < 1:
+            raise ConfigError(f"{where}: key 'rewriter.edit_rate' must be in [0, 1)")
+
+    def check_template(self, template, where: str) -> None:
+        kind, rule = template.parts["w_classifier"]
+        if kind != "token_swap":
+            raise ConfigError(
+                f"{where}: the tinyrlhf rewriter sets W by swapping tokens; use "
+                "w_classifier.rule: token_swap"
+            )
+        touched = {rule.token, rule.counterpart} & (
+            set(self.style_map) | set(self.style_map.values())
+        )
+        if touched:
+            raise ConfigError(
+                f"{where}: key 'rewriter.style_map' must not touch the W tokens {sorted(touched)}"
+            )
+
+
+@dataclass
+class RulesEnOptions(Part):
+    attribute: str  # sentiment or length
+    signature: bool = True  # leave the signature (an LLM would); false: the W edit alone
+    filler: list[str] = field(default_factory=lambda: list(FILLER))
+
+    def validate(self, where: str) -> None:
+        if self.attribute not in ("sentiment", "length"):
+            raise ConfigError(f"{where}: key 'rewriter.attribute' must be sentiment or length")
+        if not self.filler or not all(s.strip() for s in self.filler):
+            raise ConfigError(f"{where}: key 'rewriter.filler' needs non-empty sentences")
+
+    def check_template(self, template, where: str) -> None:
+        if self.attribute != "length":
+            return
+        kind, rule = template.parts["w_classifier"]
+        if kind != "field_above" or rule.field not in TEXT_MEASURES:
+            raise ConfigError(
+                f"{where}: the rules_en length rewriter needs w_classifier.rule: field_above on "
+                f"field {' or '.join(TEXT_MEASURES)} (it rewrites to the rule's threshold)"
+            )
+
+
+_DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+
+
+@dataclass
+class HFGenerateOptions(Part):
+    model: str  # a hub id (org/name) or a local folder
+    chat: bool = True  # format with the tokenizer's chat template and its generation prompt
+    system: str = ""  # an optional system message (chat: true only)
+    max_new_tokens: int = 512
+    temperature: float = 0.7  # 0: greedy decoding
+    top_p: float = 1.0
+    batch_size: int = 8  # prompts per generate call; halved on out-of-memory
+    dtype: str = "auto"  # auto: bfloat16 on GPU, float32 on CPU
+    device: str = "auto"  # auto: cuda if available, else cpu
+    trust_remote_code: bool = False
+    max_input_tokens: int = 4096  # longer prompts are an error, not cut
+
+    def validate(self, where: str) -> None:
+        if not self.model.strip():
+            raise ConfigError(f"{where}: key 'rewriter.model' must name a hub id or a folder")
+        if self.system and not self.chat:
+            raise ConfigError(
+                f"{where}: key 'rewriter.system' needs 'rewriter.chat: true' (a plain prompt "
+                "has no system turn); put the text in the rewrite prompt instead"
+            )
+        if self.max_new_tokens < 1:
+            raise ConfigError(f"{where}: key 'rewriter.max_new_tokens' must be >= 1")
+        if self.temperature < 0:
+            raise ConfigError(f"{where}: key 'rewriter.temperature' must be >= 0 (0: greedy)")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"{where}: key 'rewriter.top_p' must be in (0, 1]")
+        if self.batch_size < 1:
+            raise ConfigError(f"{where}: key 'rewriter.batch_size' must be >= 1")
+        if self.max_input_tokens < 1:
+            raise ConfigError(f"{where}: key 'rewriter.max_input_tokens' must be >= 1")
+        if self.dtype not in DTYPES:
+            raise ConfigError(f"{where}: key 'rewriter.dtype' must be one of {', '.join(DTYPES)}")
+        if not _DEVICE.match(self.device):
+            raise ConfigError(
+                f"{where}: key 'rewriter.device' must be auto, cpu, mps, cuda or cuda:N"
+            )
+
+
+@dataclass
+class OpenAIChatOptions(Part):
+    model: str  # the model id the server knows, e.g. gpt-4o-mini or the name vLLM serves
+    # "" = the SDK default: OPENAI_BASE_URL if set, else https://api.openai.com/v1.
+    base_url: str = ""
+    # The NAME of the environment variable holding the key (never the key itself). A server
+    # named by base_url may need no key: if the variable is unset, a placeholder is sent.
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = 0.7
+    max_tokens: int = 1024
+    top_p: float | None = None
+    system: str = ""  # an optional system message before the rewrite prompt
+    concurrency: int = 8  # requests in flight at once
+    max_retries: int = 6  # retries of one request after 429, 5xx, dropped connection, timeout
+    timeout_s: float = 120.0  # per HTTP request
+    retry_base_s: float = 1.0  # back-off: retry_base_s * 2**attempt * uniform(0.5, 1.5)
+
+    def validate(self, where: str) -> None:
+        bad = check_request_options(self, where)
+        if not 1 <= self.concurrency <= 256:
+            raise bad("concurrency", f"must be between 1 and 256, got {self.concurrency}")
+        if self.max_retries < 0:
+            raise bad("max_retries", f"must be >= 0, got {self.max_retries}")
+        if self.timeout_s <= 0:
+            raise bad("timeout_s", f"must be > 0, got {self.timeout_s}")
+        if self.retry_base_s < 0:
+            raise bad("retry_base_s", f"must be >= 0, got {self.retry_base_s}")
+
+
+def check_request_options(options, where: str):
+    """Checks of the keys that every OpenAI backend shares (model, base_url, api_key_env,
+    temperature, max_tokens, top_p); -> the error maker for the backend's own keys."""
+
+    def bad(key: str, what: str) -> ConfigError:
+        return ConfigError(f"{where}: key 'rewriter.{key}' {what}")
+
+    if not options.model.strip():
+        raise bad("model", "must name a model, e.g. gpt-4o-mini")
+    if options.base_url and not options.base_url.startswith(("http://", "https://")):
+        raise bad(
+            "base_url",
+            "must be an http(s) URL such as https://api.openai.com/v1 or "
+            "http://127.0.0.1:8000/v1, or empty for the SDK default",
+        )
+    if not _ENV_NAME.fullmatch(options.api_key_env):
+        # Never echo the value: a user may have pasted the key itself here.
+        raise bad(
+            "api_key_env",
+            "must be the NAME of an environment variable (like OPENAI_API_KEY), not the key; "
+            "put the key itself in .env",
+        )
+    if not 0 <= options.temperature <= 2:
+        raise bad("temperature", f"must be between 0 and 2, got {options.temperature}")
+    if options.max_tokens < 1:
+        raise bad("max_tokens", f"must be >= 1, got {options.max_tokens}")
+    if options.top_p is not None and not 0 < options.top_p <= 1:
+        raise bad("top_p", f"must be in (0, 1] or null, got {options.top_p}")
+    return bad
+
+
+def safe_url(url: str) -> str:
+    """``url`` without a user:password part, for messages and metadata."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+@dataclass
+class OpenAIBatchOptions(Part):
+    model: str  # the model id, e.g. gpt-4o-mini
+    temperature: float = 0.7
+    max_tokens: int = 1024
+    top_p: float | None = None
+    system: str = ""  # an optional system message before the rewrite prompt
+    # "" = the SDK default: OPENAI_BASE_URL if set, else https://api.openai.com/v1.
+    base_url: str = ""
+    # The NAME of the environment variable holding the key (never the key itself).
+    api_key_env: str = "OPENAI_API_KEY"
+    completion_window: str = "24h"  # the only window the Batch API offers at the time of writing
+    max_requests_per_file: int = 50_000  # a batch input file holds at most this many lines
+    max_bytes_per_file: int = 100 * MB  # ... and at most this many bytes (the API allows ~200 MB)
+    poll_initial_s: float = 10.0  # first wait between status polls
+    poll_max_s: float = 300.0  # polls back off (x1.5, with jitter) up to this wait
+    # How many times a line that failed for a transient reason (rate limit, server error, batch
+    # expired or cancelled before reaching it) is submitted again within one run.
+    max_resubmits: int = 3
+    max_api_retries: int = 6  # retries of one API call after 429, 5xx or a dropped connection
+    retry_base_s: float = 1.0  # API-call back-off: retry_base_s * 2**attempt * uniform(0.5, 1.5)
+    timeout_s: float = 120.0  # per HTTP request (uploads and downloads included)
+    work_dir: str = ""  # "" = <PROJECT_DIR>/data/batch_api: request files, manifests, cache
+
+    def validate(self, where: str) -> None:
+        bad = check_request_options(self, where)
+        if not _WINDOW.fullmatch(self.completion_window):
+            raise bad(
+                "completion_window",
+                f"must be a number of hours such as 24h, got {self.completion_window!r}",
+            )
+        if not 1 <= self.max_requests_per_file <= API_MAX_REQUESTS:
+            raise bad(
+                "max_requests_per_file",
+                f"must be between 1 and {API_MAX_REQUESTS} (the Batch API's limit), got "
+                f"{self.max_requests_per_file}",
+            )
+        if not 1 <= self.max_bytes_per_file <= API_MAX_BYTES:
+            raise bad(
+                "max_bytes_per_file",
+                f"must be between 1 and {API_MAX_BYTES} (the Batch API's limit), got "
+                f"{self.max_bytes_per_file}",
+            )
+        if self.poll_initial_s <= 0:
+            raise bad("poll_initial_s", f"must be > 0, got {self.poll_initial_s}")
+        if self.poll_max_s < self.poll_initial_s:
+            raise bad(
+                "poll_max_s",
+                f"must be >= poll_initial_s ({self.poll_initial_s}), got {self.poll_max_s}",
+            )
+        if self.max_resubmits < 0:
+            raise bad("max_resubmits", f"must be >= 0, got {self.max_resubmits}")
+        if self.max_api_retries < 0:
+            raise bad("max_api_retries", f"must be >= 0, got {self.max_api_retries}")
+        if self.retry_base_s < 0:
+            raise bad("retry_base_s", f"must be >= 0, got {self.retry_base_s}")
+        if self.timeout_s <= 0:
+            raise bad("timeout_s", f"must be > 0, got {self.timeout_s}")
+
+    def resolved_work_dir(self) -> Path:
+        """The folder for request files, manifests and the response cache."""
+        if self.work_dir:
+            return Path(self.work_dir).expanduser().absolute()
+        return project_dir() / "data" / "batch_api"

@@ -205,8 +205,10 @@ def atomic_directory(final_dir: PathLike, overwrite: bool = False) -> Iterator[P
 # Reading
 
 
-def _open_error(path: Path, err: OSError) -> DataFileError:
-    """Turn an OSError from opening `path` into an error that says what to do."""
+def _read_error(path: Path, err: OSError | UnicodeDecodeError) -> DataFileError:
+    """Turn an error from reading `path` into one that says what to do."""
+    if isinstance(err, UnicodeDecodeError):
+        return DataFileError(f"{path}: not UTF-8 text (byte {err.start}); re-save it as UTF-8")
     if isinstance(err, FileNotFoundError):
         return DataFileError(
             f"{path}: no such file; check the path (and PROJECT_DIR in .env), "
@@ -240,12 +242,8 @@ def read_jsonl(path: PathLike) -> list[dict[str, Any]]:
                         f"got {kind}; fix or remove that line"
                     )
                 rows.append(row)
-    except UnicodeDecodeError as err:
-        raise DataFileError(
-            f"{p}: not UTF-8 text (byte {err.start}); re-save it as UTF-8"
-        ) from None
-    except OSError as err:
-        raise _open_error(p, err) from None
+    except (UnicodeDecodeError, OSError) as err:
+        raise _read_error(p, err) from None
     return rows
 
 
@@ -254,12 +252,8 @@ def read_json(path: PathLike) -> Any:
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise DataFileError(
-            f"{p}: not UTF-8 text (byte {err.start}); re-save it as UTF-8"
-        ) from None
-    except OSError as err:
-        raise _open_error(p, err) from None
+    except (UnicodeDecodeError, OSError) as err:
+        raise _read_error(p, err) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:

@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from rate.bench.batch import bench_batch, render_batch
-from rate.bench.pipeline import bench_pipeline, render_pipeline
+from rate.bench.pipeline import bench_pipeline, bench_reading, render_pipeline, render_reading
 from rate.bench.scoring import bench_scoring, render_scoring
 from rate.bench.slurm import HEADING, write_section
 from rate.bench.text import bench_text, render_text
@@ -34,7 +34,7 @@ from rate.tinyrlhf.data import require_world
 log = logging.getLogger(__name__)
 
 
-SECTIONS = ("world", "pipeline", "scoring", "text", "batch")
+SECTIONS = ("world", "pipeline", "reading", "scoring", "text", "batch")
 
 
 def _rounded(v):
@@ -72,6 +72,8 @@ def render(r: dict, command: str) -> str:
         lines += render_world(r, measured.get("world"))
     if "demo_after_world_s" in r:
         lines += render_pipeline(r, measured.get("pipeline"))
+    if "reading_n" in r:
+        lines += render_reading(r, measured.get("reading"))
     if "drug" in r:
         lines += [*render_scoring(r)[:2], f"Measured {measured.get('scoring')}.", ""]
         lines += render_scoring(r)[2:]
@@ -112,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging("INFO")
     os.environ.setdefault("RATE_PROGRESS", "0")
     results = previous_figures(args.out)
+    # Figures of an earlier layout of the pipeline section, now measured by "reading".
+    for key in ("scored_mb", "read_scored_jsonl_s", "effects_from_rows_1000_s"):
+        results.pop(key, None)
     if "world" in sections:  # a new build replaces the old figures, full build included
         for key in [k for k in results if k.endswith(("build_s", "build_stages"))]:
             del results[key]
@@ -130,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
                 require_world(world)
             results.update(bench_pipeline(world, tmp))
             measured["pipeline"] = today
+        if "reading" in sections:
+            results.update(bench_reading(tmp))
+            measured["reading"] = today
         if "scoring" in sections:
             results.update(bench_scoring())
             measured["scoring"] = today

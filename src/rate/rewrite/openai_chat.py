@@ -28,7 +28,7 @@ import openai
 from rate.errors import ConfigError, RateError
 from rate.progress import progress
 from rate.rewrite.base import Rewriter, RewriteRequest
-from rate.rewrite.options import OpenAIChatOptions, safe_url
+from rate.rewrite.options import OpenAIChatOptions, request_record, safe_url
 from rate.seeding import stable_seed
 from rate.settings import redact
 
@@ -325,16 +325,10 @@ class OpenAIChatRewriter(Rewriter):
         return outputs  # type: ignore[return-value]
 
     def describe(self) -> dict:
-        o = self.options
         return {
             "backend": self.name,
-            "model": o.model,
-            "base_url": self.endpoint,
-            "temperature": o.temperature,
-            "max_tokens": o.max_tokens,
-            "top_p": o.top_p,
-            "system": o.system,
-            "concurrency": o.concurrency,
+            **request_record(self.options, self.endpoint),
+            "concurrency": self.options.concurrency,
             "seed": self.seed,
         }
 

@@ -165,6 +165,18 @@ class OpenAIChatOptions(Part):
             raise bad("retry_base_s", f"must be >= 0, got {self.retry_base_s}")
 
 
+def request_record(options: OpenAIChatOptions | OpenAIBatchOptions, endpoint: str) -> dict:
+    """What every OpenAI backend records of the request options it sends (no key, ever)."""
+    return {
+        "model": options.model,
+        "base_url": endpoint,
+        "temperature": options.temperature,
+        "max_tokens": options.max_tokens,
+        "top_p": options.top_p,
+        "system": options.system,
+    }
+
+
 def check_request_options(options, where: str):
     """Checks of the keys that every OpenAI backend shares (model, base_url, api_key_env,
     temperature, max_tokens, top_p); -> the error maker for the backend's own keys."""

@@ -25,7 +25,7 @@ from rate.rewrite.batch.estimate import estimate
 from rate.rewrite.batch.manifest import Run
 from rate.rewrite.batch.requests import batch_lines, split_lines
 from rate.rewrite.batch.runner import BatchRunner
-from rate.rewrite.options import OpenAIBatchOptions, safe_url
+from rate.rewrite.options import OpenAIBatchOptions, request_record, safe_url
 
 log = logging.getLogger(__name__)
 
@@ -145,16 +145,10 @@ class OpenAIBatchRewriter(Rewriter):
         return plan
 
     def describe(self) -> dict:
-        o = self.options
         return {
             "backend": self.name,
-            "model": o.model,
-            "base_url": self.endpoint,
-            "temperature": o.temperature,
-            "max_tokens": o.max_tokens,
-            "top_p": o.top_p,
-            "system": o.system,
-            "completion_window": o.completion_window,
+            **request_record(self.options, self.endpoint),
+            "completion_window": self.options.completion_window,
             "work_dir": str(self.work_dir),
             "seed": self.seed,  # not sent: the Batch API lines carry no seed
         }

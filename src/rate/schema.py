@@ -193,7 +193,7 @@ def parse_value(raw: str) -> Any:
 def parse_assignment(text: str, where: str) -> tuple[list[str], Any]:
     """``key=value`` or ``section.key=value`` -> (the key's parts, the parsed value)."""
     if "=" not in text:
-        raise ConfigError(f"{where} {text!r}: expected key=value, e.g. effects.level=0.9")
+        raise ConfigError(f"{where} {text!r}: expected section.key=value, e.g. effects.level=0.9")
     dotted, raw = text.split("=", 1)
     parts = [p.strip() for p in dotted.split(".")]
     if not all(parts):

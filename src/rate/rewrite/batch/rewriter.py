@@ -23,7 +23,7 @@ from rate.rewrite.batch import results as res
 from rate.rewrite.batch.cache import ResponseCache
 from rate.rewrite.batch.estimate import estimate
 from rate.rewrite.batch.manifest import Run
-from rate.rewrite.batch.requests import batch_lines, split_lines
+from rate.rewrite.batch.requests import BatchLine, batch_lines, split_lines
 from rate.rewrite.batch.runner import BatchRunner
 from rate.rewrite.options import OpenAIBatchOptions, request_record, safe_url
 
@@ -64,6 +64,10 @@ class OpenAIBatchRewriter(Rewriter):
     def last_run(self) -> Path | None:
         """The manifest of the latest run, if one was needed."""
         return self.runner.last_run
+
+    def _run_id(self, lines: list[BatchLine]) -> str:
+        """The id (and folder name) of the run these lines make."""
+        return self.runner.run_id(lines)
 
     def rewrite(self, requests: list[RewriteRequest]) -> list[str]:
         """One output per request, in request order; blocks until every batch has ended."""

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.helpers import run_rate
+
 os.environ.setdefault("RATE_PROGRESS", "0")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # Fitted heads (the MiniLM sentiment scorer's) are cached per test session, never in ~/.cache.
@@ -45,25 +47,6 @@ def full_world(tmp_path_factory: pytest.TempPathFactory) -> Path:
         return world
     out = tmp_path_factory.mktemp("full") / "world"
     build_world(config, out)
-    return out
-
-
-def run_rate(args: list[str], project: Path, check: bool = True, **env: str):
-    """Run the `rate` command in a fresh interpreter with PROJECT_DIR=project."""
-    import subprocess
-    import sys
-
-    full_env = {**os.environ, "PROJECT_DIR": str(project), "RATE_PROGRESS": "0", **env}
-    out = subprocess.run(
-        [sys.executable, "-m", "rate.cli", *args],
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=Path(__file__).resolve().parents[1],
-    )
-    if check and out.returncode != 0:
-        raise AssertionError(f"rate {' '.join(args)} failed ({out.returncode}):\n{out.stderr}")
     return out
 
 

@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_rate
 
 from rate.io import read_json
 from rate.records import read_examples
 from rate.store import parse_name
+from tests.helpers import run_rate
 
 REFERENCE_KEYS = [
     "naive_effect",

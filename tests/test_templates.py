@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import run_rate
 
 from rate.catalog import load_dataset_template, validate_all
 from rate.errors import TemplateError
 from rate.score.backends import load_scoring_template
 from rate.templates import dataset_template_names, scoring_template_names
+from tests.helpers import run_rate
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOD = yaml.safe_load((ROOT / "dataset_templates" / "tinyrlhf_dune_pa.yaml").read_text())

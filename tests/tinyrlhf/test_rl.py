@@ -11,6 +11,7 @@ import torch
 from rate.errors import ConfigError, RateError
 from rate.tinyrlhf.models import load_policy
 from rate.tinyrlhf.rl import RLConfig, load_rl_config, train_rl
+from tests.helpers import ROOT
 
 
 def test_defaults_are_the_published_recipe():
@@ -246,9 +247,8 @@ def test_killed_run_leaves_only_complete_checkpoints(small_world, tmp_path):
 
 
 def test_shipped_experiment_configs_are_valid():
-    from pathlib import Path
 
-    configs = sorted((Path(__file__).parents[2] / "experiments" / "tinyrlhf").glob("*.json"))
+    configs = sorted((ROOT / "experiments" / "tinyrlhf").glob("*.json"))
     assert configs
     for path in configs:
         load_rl_config(path)

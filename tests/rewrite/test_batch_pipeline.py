@@ -10,16 +10,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from batch_server import FakeBatchServer
-from conftest import run_rate
-from test_real_datasets import N, files, obedient
 
 from rate.config import load_config
 from rate.io import read_json
 from rate.pipeline import create_dataset
 from rate.store import Layout
+from tests.datasets.test_hub_templates import N, files, obedient
+from tests.fakes.batch_server import FakeBatchServer
+from tests.helpers import ROOT, run_rate
 
-ROOT = Path(__file__).resolve().parents[1]
 KEY = "sk-test-BATCH-secret-42"
 
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from batch_server import FakeBatchServer
 
 from rate.catalog import load_dataset_template
 from rate.config import load_config
@@ -20,8 +19,9 @@ from rate.errors import DataFileError, TemplateError
 from rate.io import read_json
 from rate.pipeline import create_dataset
 from rate.store import Layout
+from tests.fakes.batch_server import FakeBatchServer
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 N = 8  # the smoke size in these tests
 
 

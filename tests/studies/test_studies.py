@@ -3,14 +3,13 @@ demo's claims on the full world (slow)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from rate.studies.common import ScoredPool, slope
 from rate.studies.coverage import coverage_of_pool
 from rate.studies.synthetic import correlation_sweep, inject_typos, sweep_table
+from tests.helpers import ROOT
 
 
 def normal_pool(n: int, seed: int = 0, bias: float = 0.0) -> ScoredPool:
@@ -76,7 +75,7 @@ def test_demo_claims_on_the_full_world(full_world, tmp_path):
     from rate.demos.tinyworld import run_pipeline
     from rate.store import Layout
 
-    config = Path(__file__).resolve().parents[1] / "experiments" / "config.yaml"
+    config = ROOT / "experiments" / "config.yaml"
     rows = run_pipeline(config, full_world, False, Layout(tmp_path))
     by = {(r["template"], r["scorer"]): r for r in rows}
     for template in ("tinyrlhf_dune_pa", "tinyrlhf_ember_he"):

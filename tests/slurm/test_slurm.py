@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import run_rate
 
 from rate.config import load_config
 from rate.errors import ConfigError, RateError, SlurmError
@@ -34,8 +33,8 @@ from rate.slurm.jobs import (
 from rate.slurm.resources import Resources, partition_for, resources_for
 from rate.slurm.script import JobScript, render
 from rate.store import Layout
+from tests.helpers import ROOT, run_rate
 
-ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "experiments" / "smoke.yaml"
 # Small jobs for a small node: every stage asks for one CPU and little memory.
 SMALL = {"cpus": 1, "mem": "1G", "time": "00:20:00"}

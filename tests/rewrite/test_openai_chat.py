@@ -10,7 +10,6 @@ import threading
 import time
 
 import pytest
-from openai_server import CHAT_PATH, FakeOpenAIServer
 
 from rate.errors import ConfigError, RateError
 from rate.rewrite.base import RewriteRequest
@@ -23,6 +22,7 @@ from rate.rewrite.openai_chat import (
 from rate.rewrite.options import OpenAIChatOptions
 from rate.schema import from_dict
 from rate.seeding import stable_seed
+from tests.fakes.openai_server import CHAT_PATH, FakeOpenAIServer
 
 KEY = "sk-test-SECRET-123"  # recognisable, so a leak anywhere is easy to find
 WHERE = "dataset_templates/example.yaml"

@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import pytest
-from batch_server import FakeBatchServer
 
 from rate.errors import ConfigError, RateError
 from rate.rewrite.base import RewriteRequest
@@ -30,11 +29,12 @@ from rate.rewrite.batch.requests import batch_lines, split_lines
 from rate.rewrite.batch.rewriter import OpenAIBatchRewriter, build_openai_batch_rewriter
 from rate.rewrite.options import OpenAIBatchOptions
 from rate.schema import from_dict
+from tests.fakes.batch_server import FakeBatchServer
+from tests.helpers import FAKES, ROOT
 
 KEY = "sk-test-BATCH-SECRET-9876"  # recognisable, so a leak anywhere is easy to find
 WHERE = "dataset_templates/example.yaml"
-TESTS = Path(__file__).resolve().parent
-REPO = TESTS.parent
+REPO = ROOT
 
 
 @pytest.fixture(autouse=True)
@@ -479,9 +479,9 @@ def driver_config(
 
 
 def start_driver(config: Path, **env: str) -> subprocess.Popen:
-    full_env = {**os.environ, "PYTHONPATH": str(TESTS), "RATE_PROGRESS": "0", **env}
+    full_env = {**os.environ, "PYTHONPATH": str(FAKES), "RATE_PROGRESS": "0", **env}
     return subprocess.Popen(
-        [sys.executable, str(TESTS / "batch_driver.py"), str(config)],
+        [sys.executable, str(FAKES / "batch_driver.py"), str(config)],
         env=full_env,
         cwd=REPO,
         stdout=subprocess.PIPE,

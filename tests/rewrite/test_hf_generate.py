@@ -16,6 +16,7 @@ from rate.rewrite.base import RewriteRequest
 from rate.rewrite.hf_generate import HFGenerateRewriter, build_hf_generate_rewriter
 from rate.rewrite.options import HFGenerateOptions
 from rate.schema import from_dict
+from tests.helpers import ROOT
 
 WORDS = [
     "the",
@@ -423,7 +424,7 @@ def test_create_dataset_with_a_local_model_through_a_template(llama_dir, tmp_pat
     (tmp_path / "dataset_templates" / "local_lm.yaml").write_text(yaml.safe_dump(template))
     monkeypatch.setenv("RATE_TEMPLATE_PATH", str(tmp_path))
     config = load_config(
-        Path(__file__).resolve().parents[1] / "experiments" / "config.yaml",
+        ROOT / "experiments" / "config.yaml",
         ["rewrites.dataset_name=local_lm", "smoke_test=false"],
     )
     outs = [create_dataset(config, Layout(tmp_path / "p")) for _ in range(2)]

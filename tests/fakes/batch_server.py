@@ -38,7 +38,7 @@ import time
 from collections import Counter, deque
 from typing import Any
 
-from openai_server import FakeOpenAIServer, ReceivedRequest, Reply, error_reply
+from tests.fakes.openai_server import FakeOpenAIServer, ReceivedRequest, Reply, error_reply
 
 ENDPOINT = "/v1/chat/completions"
 LINE_ERRORS = {

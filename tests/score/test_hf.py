@@ -13,6 +13,7 @@ import yaml
 
 from rate.errors import TemplateError
 from rate.score.backends import build_scorer, load_scoring_template
+from tests.helpers import ROOT
 
 WORDS = [
     "the",
@@ -306,7 +307,7 @@ def test_text_pairs(tmp_path, templates):
 )
 def test_shipped_templates_score_a_local_copy(name, builder, tmp_path, monkeypatch):
     """The shipped template, with 'model' pointed at a local folder of the same class."""
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     data = yaml.safe_load((root / "scoring_templates" / f"{name}.yaml").read_text())
     data["model"] = str(builder(tmp_path / "model"))
     (tmp_path / "scoring_templates").mkdir()
@@ -350,7 +351,7 @@ def test_score_dataset_stage_with_a_classifier(tmp_path, templates):
     layout.rewrites.mkdir(parents=True)
     name = "reviews_20260101_000000.json"
     (layout.rewrites / name).write_text(json.dumps(data))
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     config = load_config(
         root / "experiments" / "config.yaml",
         [
@@ -458,9 +459,8 @@ def test_classifier_scoring_killed_resumes_to_the_same_file(tmp_path, templates)
     import subprocess
     import sys
 
-    from conftest import run_rate
-
     from rate.io import read_json
+    from tests.helpers import ROOT, run_rate
 
     folder = distilbert(tmp_path / "db")
     templates("tiny_db", model=str(folder), max_length=10, batch_size=1)
@@ -486,7 +486,7 @@ def test_classifier_scoring_killed_resumes_to_the_same_file(tmp_path, templates)
     args = [
         "score_dataset",
         "--config",
-        str(Path(__file__).resolve().parents[1] / "experiments" / "config.yaml"),
+        str(ROOT / "experiments" / "config.yaml"),
         "--set=scoring.model=tiny_db",
         "--set=scoring.dataset_name=reviews",
         "--set=scoring.chunk_size=2",

@@ -14,8 +14,7 @@ import yaml
 from rate.errors import DataFileError, TemplateError
 from rate.packaged import chatterbot_pairs, drug_reviews, package_dir
 from rate.score.backends import build_scorer, load_scoring_template
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
 
 
 def test_drug_reviews_are_the_packaged_splits_cleaned():

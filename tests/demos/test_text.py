@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import run_rate
+from tests.helpers import run_rate
 
 
 def test_demo_text_smoke(tmp_path):

@@ -12,8 +12,8 @@ from rate.config import load_config
 from rate.errors import ConfigError, TemplateError
 from rate.pipeline import create_dataset
 from rate.store import Layout
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 BASE = yaml.safe_load((ROOT / "dataset_templates" / "drugreview_length.yaml").read_text())
 
 

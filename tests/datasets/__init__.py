@@ -1,0 +1,1 @@
+"""Sources, W rules and the paper's dataset templates."""

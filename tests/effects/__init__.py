@@ -1,0 +1,1 @@
+"""Stage 3: the estimators, the bootstrap and the stage."""

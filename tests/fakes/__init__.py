@@ -1,0 +1,1 @@
+"""Local stand-ins for remote services: OpenAI-compatible servers on loopback."""

@@ -1,0 +1,27 @@
+"""What tests share besides fixtures: the repository root and running the real command."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FAKES = Path(__file__).resolve().parent / "fakes"
+
+
+def run_rate(args: list[str], project: Path, check: bool = True, **env: str):
+    """Run the `rate` command in a fresh interpreter with PROJECT_DIR=project."""
+    full_env = {**os.environ, "PROJECT_DIR": str(project), "RATE_PROGRESS": "0", **env}
+    out = subprocess.run(
+        [sys.executable, "-m", "rate.cli", *args],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+    )
+    if check and out.returncode != 0:
+        raise AssertionError(f"rate {' '.join(args)} failed ({out.returncode}):\n{out.stderr}")
+    return out

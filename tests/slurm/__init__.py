@@ -1,0 +1,1 @@
+"""The stages as SLURM jobs."""

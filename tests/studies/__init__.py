@@ -1,0 +1,1 @@
+"""The studies against ground truth."""

@@ -1,0 +1,63 @@
+"""The config's reference is generated from the code, and the shipped configs are exactly it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rate.config import Config, load_config
+from rate.config_docs import config_yaml, reference_markdown, title_of
+from rate.schema import field_docs
+from tests.helpers import ROOT, run_rate
+
+BEGIN, END = (
+    "<!-- config reference: rate config --markdown -->",
+    "<!-- end of the config reference -->",
+)
+
+
+def test_every_key_has_help_and_a_type():
+    docs = field_docs(Config)
+    assert len(docs) > 40
+    assert [d.key for d in docs if not d.help.strip()] == []
+    keys = {d.key for d in docs}
+    assert {"effects.n_bootstrap", "slurm.score_dataset.gpus", "rewrites.prices"} <= keys
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "smoke.yaml"])
+def test_the_shipped_configs_are_the_generated_ones(name):
+    """Their comments (help and defaults) come from the code: regenerate with
+    `rate config --yaml --config experiments/NAME > experiments/NAME`."""
+    path = ROOT / "experiments" / name
+    text = path.read_text()
+    assert config_yaml(load_config(path), title_of(text)) == text
+
+
+def test_a_value_that_is_not_the_default_says_so():
+    smoke = (ROOT / "experiments" / "smoke.yaml").read_text()
+    assert "(default: 1000)\n  n_bootstrap: 200" in smoke
+    assert "(default:" not in "".join(
+        line for line in smoke.splitlines(keepends=True) if "chunk_size" in line
+    )
+
+
+def test_the_readme_reference_is_the_generated_one():
+    readme = (ROOT / "README.md").read_text()
+    assert BEGIN in readme and END in readme, "regenerate with `rate config --markdown`"
+    block = readme.split(BEGIN, 1)[1].split(END, 1)[0]
+    assert block.strip() == reference_markdown().strip()
+
+
+def test_rate_config_commands(tmp_path):
+    text = run_rate(["config"], tmp_path).stdout
+    assert "effects.n_bootstrap  (int; default 1000)" in text
+    out = run_rate(["config", "--yaml", "--set", "effects.level=0.9"], tmp_path).stdout
+    assert "level: 0.9" in out and "(default: 0.95)" in out
+    assert load_config(write(tmp_path / "c.yaml", out)).effects.level == 0.9
+    assert run_rate(["config", "--markdown"], tmp_path).stdout == reference_markdown()
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path

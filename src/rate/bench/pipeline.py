@@ -12,27 +12,36 @@ from rate.bench.effects import bench_effects, synthetic_scores
 from rate.bench.timing import timed
 from rate.config import EffectsConfig
 from rate.effects.stage import clean, compute_effects, effects_for_columns, effects_for_rows
-from rate.records import read_examples, score_columns
+from rate.records import (
+    COMPLETIONS,
+    INDEX,
+    PROMPT,
+    TEXTS,
+    W,
+    read_examples,
+    score_columns,
+    write_scored_rows,
+)
 
 
 def write_scored_file(path: Path, n: int, seed: int = 0) -> None:
     """A scored JSONL of n examples in the reference layout (short texts, synthetic scores)."""
 
     s = synthetic_scores(n, seed)
-    with open(path, "w") as f:
+    texts = dict(zip(COMPLETIONS, "abc", strict=True))
+
+    def rows():
         for i in range(n):
-            row = {
-                "index": str(i),
-                "w_original": bool(s.w[i]),
-                "completions": {"original": "a", "rewrite": "b", "rewritten rewrite": "c"},
-                "reward_question": "q",
-                "rm": {
-                    "original": float(s.original[i]),
-                    "rewrite": float(s.rewrite[i]),
-                    "rewritten rewrite": float(s.rewritten_rewrite[i]),
-                },
+            scores = (s.original[i], s.rewrite[i], s.rewritten_rewrite[i])
+            yield {
+                INDEX: str(i),
+                W: bool(s.w[i]),
+                TEXTS: texts,
+                PROMPT: "q",
+                "rm": {c: float(v) for c, v in zip(COMPLETIONS, scores, strict=True)},
             }
-            f.write(json.dumps(row) + "\n")
+
+    write_scored_rows(path, rows())
 
 
 def bench_pipeline(world: Path, tmp: Path, n_effects: int = 1_000_000) -> dict:

@@ -31,7 +31,7 @@ from rate.effects.estimators import (
 )
 from rate.errors import DataFileError
 from rate.io import atomic_write_json
-from rate.records import ScoreColumns, columns_from_rows, score_columns
+from rate.records import ScoreColumns, W, columns_from_rows, score_columns
 from rate.rewrite.checks import PASSING
 from rate.store import Layout, effects_stem, output_path, resolve_input, write_meta
 
@@ -162,7 +162,7 @@ def compute_effects(
     if n_bootstrap > 0 and (n1 >= 2 or n0 >= 2):
         intervals["bootstrap"] = percentile_intervals(s, n_bootstrap, seed, level, workers)
         intervals["n_bootstrap"], intervals["bootstrap_seed"] = n_bootstrap, seed
-        intervals["bootstrap_stratified_by"] = "w_original"
+        intervals["bootstrap_stratified_by"] = W
     result["intervals"] = intervals
     notes = []
     if n1 == 0 or n0 == 0:

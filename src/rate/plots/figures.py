@@ -60,7 +60,7 @@ from rate.plots.values import (
     value,
 )
 from rate.records import COMPLETIONS as DATA_COMPLETIONS
-from rate.records import PERFECT, W, reward_keys, scores_of
+from rate.records import ORIGINAL, PERFECT, REWRITE, REWRITTEN, W, reward_keys, scores_of
 
 log = logging.getLogger(__name__)
 
@@ -72,10 +72,10 @@ STYLE = {  # series -> (colour, marker, legend label)
     "truth": ("black", "", "true effect"),
 }
 COMPLETION_COLOURS = {
-    "original": "tab:gray",
-    "rewrite": "tab:red",
-    "rewritten rewrite": "tab:blue",
-    "perfect rewrite": "black",
+    ORIGINAL: "tab:gray",
+    REWRITE: "tab:red",
+    REWRITTEN: "tab:blue",
+    PERFECT: "black",
 }
 DPI = 150
 

@@ -43,7 +43,7 @@ def sample_rewrites_table(rows: list[dict], k: int = 5, seed: int = 0, max_chars
             [_cell(row.get(INDEX, i), 20), "?" if w is None else str(int(w))]
             + [_cell(texts.get(c), max_chars) for c in COMPLETIONS]
         )
-    return _table(["index", "W", "original", "rewrite", "rewritten rewrite"], body)
+    return _table(["index", "W", *COMPLETIONS], body)
 
 
 def _fmt(x: Any) -> str:

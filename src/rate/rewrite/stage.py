@@ -22,7 +22,14 @@ from rate.datasets.w_classifiers import WRule
 from rate.errors import ConfigError, DataFileError
 from rate.io import atomic_write_json
 from rate.progress import progress
-from rate.records import ORIGINAL, PERFECT, REWRITE, REWRITTEN
+from rate.records import (
+    ORIGINAL,
+    PERFECT,
+    REWRITE,
+    REWRITTEN,
+    rewritten_example,
+    write_rewritten,
+)
 from rate.rewrite.backends import build_rewriter
 from rate.rewrite.base import Rewriter, RewriteRequest, checked_outputs
 from rate.rewrite.checks import label_outputs, summarize
@@ -164,7 +171,8 @@ def first_requests(template: DatasetTemplate, chosen) -> list[RewriteRequest]:
 def build_dataset(
     template: DatasetTemplate, n: int, seed: int, world: Path, batch_size: int = 512
 ) -> tuple[dict, dict]:
-    """The rewritten dataset (reference JSON layout) and a summary for the metadata."""
+    """The rewritten dataset's examples (:func:`rate.records.rewritten_example`) and a summary
+    for the metadata."""
     t0 = time.perf_counter()
     picked = choose_examples(template, n, seed, world)
     chosen = picked.examples
@@ -202,21 +210,17 @@ def build_dataset(
             c["n"],
         )
 
-    dataset = {}
+    examples = []
     for i, (ex, w) in enumerate(chosen):
         completions = {ORIGINAL: ex.text, REWRITE: rewrites[i], REWRITTEN: rewritten[i]}
         if perfect is not None:
             completions[PERFECT] = perfect[i]
-        dataset[str(i)] = {
-            "w_original": w,
-            "completions": completions,
-            "reward_question": ex.prompt,
-            "key": ex.key,
-            "metadata": ex.fields,
-            "checks": {name: pass_labels[i] for name, pass_labels in labels.items()},
-        }
+        checks_of_example = {name: pass_labels[i] for name, pass_labels in labels.items()}
+        examples.append(
+            rewritten_example(w, completions, ex.prompt, ex.key, ex.fields, checks_of_example)
+        )
     summary = {
-        "n_examples": len(dataset),
+        "n_examples": len(examples),
         "counts": picked.counts,
         "w_classifier_fitted": picked.fitted,
         "rewriter": rewriter.describe(),
@@ -224,7 +228,7 @@ def build_dataset(
         "has_true_counterfactual": perfect is not None,
         "seconds": round(time.perf_counter() - t0, 2),
     }
-    return dataset, summary
+    return examples, summary
 
 
 def _size(config: Config, template: DatasetTemplate) -> int:
@@ -287,11 +291,11 @@ def create_dataset(config: Config, layout: Layout, template: DatasetTemplate) ->
     log.info(
         "create_dataset: %s, %d examples%s", template.name, n, " (smoke test)" if smoke else ""
     )
-    dataset, summary = build_dataset(
+    examples, summary = build_dataset(
         template, n, config.rewrites.seed, config.world_dir(), config.rewrites.batch_size
     )
     out = output_path(layout.rewrites, template.name, ".json", smoke)
-    atomic_write_json(out, dataset)
+    write_rewritten(out, examples)
     write_meta(
         out, "create_dataset", template=template.record(), config=config_record(config), **summary
     )

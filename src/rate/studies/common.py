@@ -59,8 +59,7 @@ def scored_pool(
     template: DatasetTemplate, n: int, seed: int, world: Path, scorer_names: list[str]
 ) -> ScoredPool:
     """Draw ``n`` examples with the template, rewrite them and score them with each scorer."""
-    dataset, summary = build_dataset(template, n, seed, world, batch_size=8192)
-    rows = list(dataset.values())
+    rows, summary = build_dataset(template, n, seed, world, batch_size=8192)
     log.info("pool of %d examples (W=1: %d)", len(rows), summary["counts"]["w_1"])
     w = np.array([r[W] for r in rows], dtype=bool)
     return ScoredPool(rows, w, score_rows_with(rows, scorer_names, world))

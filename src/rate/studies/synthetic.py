@@ -31,7 +31,7 @@ from rate.effects.stage import compute_effects
 from rate.io import atomic_write_json, atomic_write_text
 from rate.plots.stage import make_plots
 from rate.progress import progress
-from rate.records import ORIGINAL, PERFECT, REWRITE, REWRITTEN
+from rate.records import ORIGINAL, PERFECT, REWRITE, REWRITTEN, TEXTS
 from rate.rewrite.backends import build_rewriter
 from rate.rewrite.base import RewriteRequest
 from rate.seeding import stable_seed
@@ -155,7 +155,7 @@ def typo_sweep(pool: ScoredPool, n: int, seed: int, world: Path) -> dict[str, di
     for share in progress(shares, "typo sweep", len(shares)):
         rows = []
         for j, row in enumerate(base.rows):
-            text = row["completions"][ORIGINAL]
+            text = row[TEXTS][ORIGINAL]
             if base.w[j] and u[j] < share:
                 text = inject_typos(text, row["key"], rule.token, rule.counterpart)
             w = bool(base.w[j])
@@ -168,7 +168,7 @@ def typo_sweep(pool: ScoredPool, n: int, seed: int, world: Path) -> dict[str, di
                 REWRITTEN: rr,
                 PERFECT: rewriter.counterfactual([first])[0],
             }
-            rows.append({**row, "completions": comps})
+            rows.append({**row, TEXTS: comps})
         scores = score_rows_with(rows, list(pool.scores), world)
         level_pool = ScoredPool(rows, base.w, scores)
         for scorer in pool.scores:

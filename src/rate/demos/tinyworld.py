@@ -17,7 +17,7 @@ from pathlib import Path
 
 from rate.config import load_config
 from rate.demos.runner import checks_table, effects_of, rewrite_checks, score_with, start_log
-from rate.effects.estimators import ESTIMANDS, by_estimand
+from rate.effects.estimators import ESTIMANDS, METHOD_LABELS, METHODS, by_estimand
 from rate.io import read_json
 from rate.pipeline import create_dataset, plot_stage
 from rate.settings import project_dir
@@ -76,19 +76,20 @@ def _err(value: float | None) -> str:
 def demo_table(rows: list[dict]) -> str:
     """Per concept, scorer and estimand: naive (ATE row only), single rewrite, RATE and the
     truth (raw units, SE in brackets), and each estimator's error in units of its own SE."""
+    long, short = zip(*(METHOD_LABELS[m] for m in METHODS), strict=True)
     lines = [
-        "| concept | scorer | estimand | naive | single rewrite | RATE | true effect | "
-        "error/SE: naive, single, RATE |",
-        "|---|---|---|---|---|---|---|---|",
+        f"| concept | scorer | estimand | {' | '.join(long)} | true effect | "
+        f"error/SE: {', '.join(short)} |",
+        "|---|---|---|" + "---|" * len(METHODS) + "---|---|",
     ]
     for r in rows:
         truth = r.get("truth") or {}
         err = r.get("error_in_se") or {}
         for estimand in ESTIMANDS:
-            row = by_estimand(estimand)  # {family: estimator} of this estimand
+            row = by_estimand(estimand)  # {method: estimator} of this estimand
             cells, errors = [], []
-            for family in ("naive", "single_rewrite", "rate"):
-                est = row.get(family)
+            for method in METHODS:
+                est = row.get(method)
                 cells.append(_cell(r[est.name], r[f"{est.name}_stderr"]) if est else "")
                 errors.append(_err(err.get(est.name)) if est else "-")
             n = f" (n {r['Y1_count']}/{r['Y0_count']})" if estimand == "ATE" else ""

@@ -25,7 +25,13 @@ import numpy as np
 from rate.errors import RateError
 
 ESTIMANDS = ("ATE", "ATT", "ATU")
-METHODS = ("naive", "single_rewrite", "rate")
+# Each method's label in tables, long and short.
+METHOD_LABELS = {
+    "naive": ("naive", "naive"),
+    "single_rewrite": ("single rewrite", "single"),
+    "rate": ("RATE", "RATE"),
+}
+METHODS = tuple(METHOD_LABELS)
 
 
 @dataclass(frozen=True)

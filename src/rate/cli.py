@@ -9,6 +9,7 @@ import sys
 # The command modules only build parsers; each imports what its commands run when they run,
 # so that `rate --help` stays fast.
 from rate import __version__, pipeline_cli
+from rate.audit import cli as audit_cli
 from rate.demos import cli as demo_cli
 from rate.errors import RateError
 from rate.settings import load_env, setup_logging
@@ -26,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     pipeline_cli.register(sub)
+    audit_cli.register(sub)
     demo_cli.register(sub)
     slurm_cli.register(sub)
     study_cli.register(sub)

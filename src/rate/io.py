@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import grp
 import json
+import math
+import numbers
 import os
 import secrets
 import shutil
@@ -105,6 +107,25 @@ def _fsync_dir(directory: Path) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # Atomic writes
+
+
+def json_safe(obj: Any) -> Any:
+    """NaN and infinities -> null (JSON has neither; a missing estimate is null), numpy
+    scalars -> Python numbers (numpy registers them with the ``numbers`` ABCs), tuples ->
+    lists; containers recursively."""
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, bool) or obj is None or isinstance(obj, str):
+        return obj
+    if isinstance(obj, numbers.Integral):
+        return int(obj)
+    if isinstance(obj, numbers.Real):
+        return float(obj) if math.isfinite(obj) else None
+    if getattr(getattr(obj, "dtype", None), "kind", None) == "b":  # a numpy bool
+        return bool(obj)
+    return obj
 
 
 def _atomic_write(path: PathLike, write: Callable[[IO[bytes]], None]) -> Path:

@@ -31,28 +31,12 @@ from rate.effects.estimators import (
 )
 from rate.errors import DataFileError
 from rate.io import atomic_write_json
+from rate.io import json_safe as clean
 from rate.records import ScoreColumns, W, columns_from_rows, score_columns
 from rate.rewrite.checks import PASSING
 from rate.store import Layout, effects_stem, output_path, resolve_input, write_meta
 
 log = logging.getLogger(__name__)
-
-
-def _json_number(x: float) -> float | None:
-    return None if x is None or not math.isfinite(x) else float(x)
-
-
-def clean(obj):
-    """NaN and inf -> null (JSON has no NaN; a missing estimate is null)."""
-    if isinstance(obj, dict):
-        return {k: clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [clean(v) for v in obj]
-    if isinstance(obj, (float, np.floating)):
-        return _json_number(float(obj))
-    if isinstance(obj, np.integer):
-        return int(obj)
-    return obj
 
 
 def extract_scores(

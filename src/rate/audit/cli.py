@@ -1,0 +1,70 @@
+"""`rate audit`: which features does a reward model reward beyond what experts support?
+
+The audit is imported when the command runs, to keep `rate --help` fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rate.store import Layout, timestamp
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "audit",
+        help="every syllable and adjacent pair of the tiny world: what the RM pays for it "
+        "beyond what experts support (reads no ground truth)",
+        description=__doc__,
+    )
+    p.add_argument("--world", type=Path, help="a built world (its analyst-visible files)")
+    p.add_argument(
+        "--reward-model", type=Path, help="the reward model (default: WORLD/reward_model)"
+    )
+    p.add_argument("--policy", type=Path, help="the reference policy (default: WORLD/policy)")
+    p.add_argument("--prompts", type=Path, help="prompts (default: WORLD/data/prompts_train.jsonl)")
+    p.add_argument("--gold", type=Path, help="gold labels (default: WORLD/data/gold_calib.jsonl)")
+    p.add_argument("--qa", type=Path, help="the crowd QA sample, for the ridge baseline")
+    p.add_argument(
+        "--no-gold",
+        action="store_true",
+        help="the portable diagnostic: no expert labels (a token's quality effect is only bounded)",
+    )
+    p.add_argument("--out", type=Path, help="the audit's JSON (with .csv, .md and .png beside)")
+    p.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+        help="an audit setting, e.g. --set margin=0.1 (see `rate audit --settings`)",
+    )  # fmt: skip
+    p.add_argument("--settings", action="store_true", help="list the settings and stop")
+    p.set_defaults(func=cmd_audit)
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from rate.audit.report import markdown, write_reports
+    from rate.audit.run import load_inputs, run_audit
+    from rate.audit.scan import AuditSettings
+    from rate.config_docs import reference_text
+    from rate.schema import from_dict, parse_assignment
+
+    if args.settings:
+        print(reference_text(AuditSettings), end="")
+        return 0
+    data = {}
+    for text in args.overrides:
+        parts, value = parse_assignment(text, "--set")
+        data[".".join(parts)] = value
+    settings = from_dict(AuditSettings, data, "rate audit --set")
+    inputs = load_inputs(
+        args.world, args.reward_model, args.policy, args.prompts, args.gold, args.qa,
+        use_gold=not args.no_gold,
+    )  # fmt: skip
+    audit = run_audit(inputs, settings)
+    out = args.out or Layout.from_env().root / "audit" / f"audit_{timestamp()}.json"
+    for path in write_reports(audit, out):
+        print(path)
+    print(markdown(audit, top=10))
+    flagged = [f"{r['family']} `{r['feature']}`" for r in audit["candidates"] if r["flagged"]]
+    print(json.dumps({"flagged": flagged}))
+    return 0

@@ -97,7 +97,10 @@ def main(argv: list[str] | None = None) -> int:
         "--world", type=Path, help="reuse a built full world instead of timing a build"
     )
     parser.add_argument(
-        "--plain-steps", type=int, default=100, help="steps for the ours-vs-plain comparison"
+        "--compare-steps",
+        type=int,
+        default=50,
+        help="steps per round for the published-trainer / plain-loop / ours comparison",
     )
     parser.add_argument("--keep", type=Path, help="keep the full world built by the benchmark here")
     parser.add_argument(
@@ -123,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         world = args.world or args.keep or tmp / "full"
         if "world" in sections:
             results.update(bench_world(tmp, full=None if args.world else world))
-            results.update(bench_rl(world, tmp, args.plain_steps))
+            results.update(bench_rl(world, tmp, args.compare_steps))
             results.update(bench_eval(world))
             measured["world"] = today
         if "pipeline" in sections:

@@ -13,6 +13,7 @@ import logging
 import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -145,23 +146,6 @@ def shared_prefix_rows(n_prompts: int, repeats: int) -> tuple[torch.Tensor, torc
         return positions, torch.cat([first[:, None], rest], dim=1).reshape(-1)
 
 
-class KVCache:
-    """Preallocated keys and values of ``batch`` sequences for decoding: (L, B, H, 2, T, D).
-
-    Keys and values sit side by side per head, so that one copy stores a new token's pair and
-    the keys seen so far are one strided view (no copy) for the batched matmul.
-    """
-
-    def __init__(self, config: PolicyConfig, batch: int) -> None:
-        c = config
-        head = c.d_model // c.n_head
-        self.kv = torch.empty(c.n_layer, batch, c.n_head, 2, c.block_size, head)
-
-    def keys_values(self, layer: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
-        kv = self.kv[layer, :, :, :, :length]
-        return kv[:, :, 0], kv[:, :, 1]  # (B, H, length, D) each
-
-
 class Policy(nn.Module):
     """Causal transformer over prompt + response that outputs logits over the 24 syllables."""
 
@@ -246,45 +230,93 @@ class Policy(nn.Module):
         y_own = attn.mix(q_own.view(U * k, H, R, D), k_all, v_all, mask)  # (B, R, C)
         return torch.cat([y_prompt.reshape(U * P, C), y_own.reshape(U * k * R, C)])
 
-    def prefill(self, prompts: torch.Tensor, repeats: int, cache: KVCache) -> torch.Tensor:
-        """Encode prompts (U, 6) once and store their keys and values for each of their
-        ``repeats`` rows in ``cache``. -> logits for the first response token (U * repeats, n_out)
+
+class LayerTensors(NamedTuple):
+    """One block's weights, gathered once per decoding (see :class:`Decoder`)."""
+
+    ln1_weight: torch.Tensor
+    ln1_bias: torch.Tensor
+    qkv_weight: torch.Tensor
+    qkv_bias: torch.Tensor
+    proj_weight: torch.Tensor
+    proj_bias: torch.Tensor
+    ln2_weight: torch.Tensor
+    ln2_bias: torch.Tensor
+    up_weight: torch.Tensor
+    up_bias: torch.Tensor
+    down_weight: torch.Tensor
+    down_bias: torch.Tensor
+
+    @classmethod
+    def of(cls, block: Block) -> LayerTensors:
+        a, up, down = block.attn, block.mlp[0], block.mlp[2]
+        return cls(
+            *(block.ln1.weight, block.ln1.bias, a.qkv.weight, a.qkv.bias),
+            *(a.proj.weight, a.proj.bias, block.ln2.weight, block.ln2.bias),
+            *(up.weight, up.bias, down.weight, down.bias),
+        )
+
+
+class Decoder:
+    """Token-by-token decoding of ``batch`` sequences with a preallocated key/value cache.
+
+    :meth:`prefill` encodes the prompts once, :meth:`step` adds one token to every sequence.
+    The cache is (L, B, H, 2, T, D): a token's key and value sit side by side, so one copy
+    stores both and the keys so far are one strided view (no copy) for the batched matmul.
+    The policy's tensors are gathered once, because at 128 rows a step's kernels are so small
+    that looking weights up through nn.Module took a third of its time. The policy must not
+    change while a Decoder is in use.
+    """
+
+    def __init__(self, policy: Policy, batch: int) -> None:
+        c = policy.config
+        self.policy = policy
+        self.head_dim = c.d_model // c.n_head
+        self.kv = torch.empty(c.n_layer, batch, c.n_head, 2, c.block_size, self.head_dim)
+        self.layers = [LayerTensors.of(block) for block in policy.blocks]
+        self.shape = (c.d_model,)
+
+    def prefill(self, prompts: torch.Tensor, repeats: int) -> torch.Tensor:
+        """Encode prompts (U, 6) and store their keys and values for each of their ``repeats``
+        rows (ordered prompt by prompt). -> logits for the first response token (U * repeats, n_out)
         """
+        pol = self.policy
         U, T = prompts.shape
-        x = F.embedding(prompts, self.tok_emb.weight) + self.pos_emb.weight[:T]
-        mask = self.causal[:T, :T]
-        for i, block in enumerate(self.blocks):
+        x = F.embedding(prompts, pol.tok_emb.weight) + pol.pos_emb.weight[:T]
+        mask = pol.causal[:T, :T]
+        for i, block in enumerate(pol.blocks):
             qkv = block.attn.heads(block.ln(block.ln1, x))  # (3, U, H, T, D)
-            H, D = qkv.shape[2], qkv.shape[4]
-            rows = cache.kv[i].view(U, repeats, H, 2, -1, D)[:, :, :, :, :T]
+            rows = self.kv[i].view(U, repeats, *self.kv.shape[2:])[:, :, :, :, :T]
             rows.copy_(qkv[1:].permute(1, 2, 0, 3, 4).unsqueeze(1))  # (U, 1, H, 2, T, D)
             q, k, v = qkv.contiguous()
             x = block.feed_forward(x + block.attn.project(block.attn.mix(q, k, v, mask)))
-        return self.logits(x[:, -1]).repeat_interleave(repeats, dim=0)
+        return pol.logits(x[:, -1]).repeat_interleave(repeats, dim=0)
 
-    def decode(self, tokens: torch.Tensor, position: int, cache: KVCache) -> torch.Tensor:
-        """Logits (B, n_out) after the tokens (B,) at ``position``, which joins the cache."""
-        B = tokens.shape[0]
-        x = F.embedding(tokens, self.tok_emb.weight) + self.pos_emb.weight[position]  # (B, C)
-        S = position + 1
-        for i, block in enumerate(self.blocks):
-            attn = block.attn
-            H = attn.n_head
-            D = x.shape[1] // H
-            qkv = F.linear(block.ln(block.ln1, x), attn.qkv.weight, attn.qkv.bias)
-            qkv = qkv.view(B, 3, H, D)
-            cache.kv[i, :, :, :, position] = qkv[:, 1:].transpose(1, 2)  # (B, H, 2, D)
-            k, v = cache.keys_values(i, S)  # (B, H, S, D) each
-            att = torch.baddbmm(  # one query per sequence: it sees every cached key
-                self.causal[position : position + 1, :S],
+    def step(self, tokens: torch.Tensor, position: int) -> torch.Tensor:
+        """Logits (B, n_out) after the tokens (B,) at ``position``, which join the cache."""
+        pol, shape = self.policy, self.shape
+        B, D, S = tokens.shape[0], self.head_dim, position + 1
+        H = shape[0] // D
+        x = F.embedding(tokens, pol.tok_emb.weight) + pol.pos_emb.weight[position]  # (B, C)
+        seen = pol.causal[position : position + 1, :S]  # zeros: the new token sees every key
+        for i, w in enumerate(self.layers):
+            h = F.layer_norm(x, shape, w.ln1_weight, w.ln1_bias)
+            qkv = F.linear(h, w.qkv_weight, w.qkv_bias).view(B, 3, H, D)
+            self.kv[i, :, :, :, position] = qkv[:, 1:].transpose(1, 2)  # (B, H, 2, D)
+            kv = self.kv[i, :, :, :, :S]  # (B, H, 2, S, D)
+            att = torch.baddbmm(
+                seen,
                 qkv[:, 0].reshape(B * H, 1, D),
-                k.reshape(B * H, S, D).transpose(1, 2),
+                kv[:, :, 0].reshape(B * H, S, D).transpose(1, 2),
                 alpha=1.0 / math.sqrt(D),
             ).softmax(dim=-1)  # (B*H, 1, S)
             # att @ v as a broadcast product: faster than bmm for 1 x S x D matrices.
-            y = (att.view(B * H, S, 1) * v.reshape(B * H, S, D)).sum(dim=1)  # (B*H, D)
-            x = block.feed_forward(x + attn.project(y.view(B, H * D)))
-        return self.logits(x)
+            y = (att.view(B * H, S, 1) * kv[:, :, 1].reshape(B * H, S, D)).sum(dim=1)
+            x = x + F.linear(y.view(B, H * D), w.proj_weight, w.proj_bias)
+            h = F.layer_norm(x, shape, w.ln2_weight, w.ln2_bias)
+            h = F.gelu(F.linear(h, w.up_weight, w.up_bias))
+            x = x + F.linear(h, w.down_weight, w.down_bias)
+        return pol.logits(x)
 
 
 class RewardModel(nn.Module):
@@ -403,7 +435,7 @@ def load_reward_model(directory: Path) -> RewardModel:
 
 
 __all__ = [
-    "KVCache",
+    "Decoder",
     "Policy",
     "PolicyConfig",
     "RewardModel",

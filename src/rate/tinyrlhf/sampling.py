@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from rate.tinyrlhf.models import KVCache, Policy, RewardModel
+from rate.tinyrlhf.models import Decoder, Policy, RewardModel
 from rate.tinyrlhf.vocab import PROMPT_LEN, RESPONSE_LEN
 
 
@@ -63,11 +63,11 @@ def _sample(
     _check(prompts, temperature)
     B = prompts.shape[0] * repeats
     noise = gumbel_noise(B, policy.config.n_out, generator)
-    cache = KVCache(policy.config, B)
-    step_logits = [policy.prefill(prompts, repeats, cache)]  # (B, V) each
+    decoder = Decoder(policy, B)
+    step_logits = [decoder.prefill(prompts, repeats)]  # (B, V) each
     tokens = [draw(step_logits[0], noise[0], temperature)]
     for t in range(1, RESPONSE_LEN):
-        step_logits.append(policy.decode(tokens[-1], PROMPT_LEN + t - 1, cache))
+        step_logits.append(decoder.step(tokens[-1], PROMPT_LEN + t - 1))
         tokens.append(draw(step_logits[-1], noise[t], temperature))
     return _finish(torch.stack(tokens, dim=1), step_logits)
 

@@ -107,7 +107,10 @@ def anchor_logprobs(policy: AnchorPolicy, seq: torch.Tensor) -> torch.Tensor:
 
 
 def train_rl_anchor(config: RLConfig, world: Path) -> dict:
-    """The published trainer's loop for ``config.steps`` steps; -> loop seconds and last metrics."""
+    """The published trainer's loop for ``config.steps`` steps.
+
+    -> the loop's seconds, the last step's proxy reward and KL, and the trained policy.
+    """
     inputs = prepare(config, world)
     torch.manual_seed(config.seed)
     gen = torch.Generator().manual_seed(config.seed)
@@ -138,11 +141,13 @@ def train_rl_anchor(config: RLConfig, world: Path) -> dict:
         torch.nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm)
         opt.step()
     elapsed = time.perf_counter() - start
-    return {"elapsed_s": elapsed, "proxy_reward": proxy.mean().item(), "kl": kl.mean().item()}
+    last = {"proxy_reward": proxy.mean().item(), "kl": kl.mean().item()}
+    return {"elapsed_s": elapsed, **last, "policy": policy}
 
 
 def train_rl_plain(config: RLConfig, world: Path) -> dict:
-    """Our trainer's loop without the key/value cache and without prompt sharing."""
+    """Our trainer's loop without the key/value cache and without prompt sharing; returns as
+    :func:`train_rl_anchor` does."""
     inputs = prepare(config, world)
     torch.manual_seed(config.seed)
     gen = torch.Generator().manual_seed(config.seed)
@@ -170,4 +175,5 @@ def train_rl_plain(config: RLConfig, world: Path) -> dict:
         torch.nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm)
         opt.step()
     elapsed = time.perf_counter() - start
-    return {"elapsed_s": elapsed, "proxy_reward": proxy.mean().item(), "kl": kl.mean().item()}
+    last = {"proxy_reward": proxy.mean().item(), "kl": kl.mean().item()}
+    return {"elapsed_s": elapsed, **last, "policy": policy}

@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tmp_name)
         world = args.world or args.keep or tmp / "full"
         if "world" in sections:
-            results.update(bench_world(tmp, full=None if args.world else world))
+            results.update(bench_world(tmp, None if args.world else world, reused=args.world))
             results.update(bench_rl(world, tmp, args.compare_steps))
             results.update(bench_eval(world))
             measured["world"] = today

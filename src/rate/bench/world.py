@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from rate.bench.timing import timed
@@ -61,6 +62,7 @@ def bench_rl(world: Path, tmp: Path, compare_steps: int, rounds: int = 3) -> dic
         "default_steps": config.steps,
         "compare_steps": compare_steps,
         "compare_rounds": rounds,
+        "rl_load_average": os.getloadavg()[0],  # these machines are shared: say how busy
     }
     for name, secs in seconds.items():
         out[f"{name}_steps_per_s"] = compare_steps / statistics.median(secs)
@@ -135,6 +137,11 @@ def render_world(r: dict, date: str | None) -> list[str]:
         "key/value cache); the plain loop is our trainer without the key/value cache and with each",
         "prompt re-encoded for every one of its samples (`rate.bench.rl.train_rl_plain`). Ratios",
         "are the median over rounds of each round's time ratio.",
-        "",
     ]
+    if "rl_load_average" in r:
+        lines.append(
+            f"The machine's 1-minute load average after the RL comparison was "
+            f"{r['rl_load_average']:.1f} on {os.cpu_count()} CPUs (it is shared)."
+        )
+    lines.append("")
     return lines

@@ -52,11 +52,11 @@ class RewardModelConfig:
     block_size: int = SEQ_LEN
 
 
-# At these sizes (128 sequences of 14 tokens, 2 layers) a step's arithmetic is small and the
-# cost is the number of kernels run, so the forward passes below are written with few of them:
-# one copy puts q, k and v head-major, one baddbmm gives the scaled and masked scores
-# (SDPA's flash kernel is ~2.5x slower than this at T <= 14 on a CPU), and the calls go to
-# torch.nn.functional with each module's own weights, so checkpoints keep their layout.
+# At these sizes (128 sequences of 14 tokens, 2 layers) the kernels are small and much of a
+# step's cost is per kernel, so the passes below are written with few of them: one copy puts
+# q, k and v head-major, one baddbmm gives the scaled and masked scores (SDPA's flash kernel
+# measured ~2x slower at T = 14 on this CPU), and the calls go to torch.nn.functional with
+# each module's own weights, so checkpoints keep their layout.
 
 
 class SelfAttention(nn.Module):
@@ -264,8 +264,8 @@ class Decoder:
     The cache is (L, B, H, 2, T, D): a token's key and value sit side by side, so one copy
     stores both and the keys so far are one strided view (no copy) for the batched matmul.
     The policy's tensors are gathered once, because at 128 rows a step's kernels are so small
-    that looking weights up through nn.Module took a third of its time. The policy must not
-    change while a Decoder is in use.
+    that looking weights up through nn.Module took a quarter to a third of its time. The policy
+    must not change while a Decoder is in use.
     """
 
     def __init__(self, policy: Policy, batch: int) -> None:

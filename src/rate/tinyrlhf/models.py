@@ -310,8 +310,11 @@ class Decoder:
                 kv[:, :, 0].reshape(B * H, S, D).transpose(1, 2),
                 alpha=1.0 / math.sqrt(D),
             ).softmax(dim=-1)  # (B*H, 1, S)
-            # att @ v as a broadcast product: faster than bmm for 1 x S x D matrices.
-            y = (att.view(B * H, S, 1) * kv[:, :, 1].reshape(B * H, S, D)).sum(dim=1)
+            v = kv[:, :, 1].reshape(B * H, S, D)
+            if B <= 1024:  # RL's 128 rows: a broadcast product beats bmm's 1 x S x D matrices
+                y = (att.view(B * H, S, 1) * v).sum(dim=1)
+            else:  # thousands of rows: its (B*H, S, D) temporary costs more than bmm
+                y = torch.bmm(att, v).view(B * H, D)
             x = x + F.linear(y.view(B, H * D), w.proj_weight, w.proj_bias)
             h = F.layer_norm(x, shape, w.ln2_weight, w.ln2_bias)
             h = F.gelu(F.linear(h, w.up_weight, w.up_bias))

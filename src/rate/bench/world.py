@@ -29,7 +29,7 @@ def bench_world(tmp: Path, full: Path | None, reused: Path | None = None) -> dic
     return results
 
 
-def bench_rl(world: Path, tmp: Path, compare_steps: int, rounds: int = 3) -> dict:
+def bench_rl(world: Path, tmp: Path, compare_steps: int, rounds: int = 5) -> dict:
     """The default run's time, then the published trainer (the anchor), the plain loop and ours
     for ``compare_steps`` steps each, interleaved over ``rounds`` rounds (loop time only)."""
     import json

@@ -63,6 +63,7 @@ def bench_rl(world: Path, tmp: Path, compare_steps: int, rounds: int = 5) -> dic
         "compare_steps": compare_steps,
         "compare_rounds": rounds,
         "rl_load_average": os.getloadavg()[0],  # these machines are shared: say how busy
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"),
     }
     for name, secs in seconds.items():
         out[f"{name}_steps_per_s"] = compare_steps / statistics.median(secs)
@@ -141,7 +142,8 @@ def render_world(r: dict, date: str | None) -> list[str]:
     if "rl_load_average" in r:
         lines.append(
             f"The machine's 1-minute load average after the RL comparison was "
-            f"{r['rl_load_average']:.1f} on {os.cpu_count()} CPUs (it is shared)."
+            f"{r['rl_load_average']:.1f} on {os.cpu_count()} CPUs (it is shared); "
+            f"OMP_WAIT_POLICY={r.get('omp_wait_policy', 'default')}."
         )
     lines.append("")
     return lines

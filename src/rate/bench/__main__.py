@@ -98,7 +98,13 @@ def main(argv: list[str] | None = None) -> int:
         "--world", type=Path, help="reuse a built full world instead of timing a build"
     )
     parser.add_argument(
-        "--plain-steps", type=int, default=100, help="steps for the ours-vs-plain comparison"
+        "--compare-steps",
+        type=int,
+        default=50,
+        help="steps per round for the published-trainer / plain-loop / ours comparison",
+    )
+    parser.add_argument(
+        "--compare-rounds", type=int, default=5, help="interleaved rounds of that comparison"
     )
     parser.add_argument("--keep", type=Path, help="keep the full world built by the benchmark here")
     parser.add_argument(
@@ -126,8 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tmp_name)
         world = args.world or args.keep or tmp / "full"
         if "world" in sections:
-            results.update(bench_world(tmp, full=None if args.world else world))
-            results.update(bench_rl(world, tmp, args.plain_steps))
+            results.update(bench_world(tmp, None if args.world else world, reused=args.world))
+            results.update(bench_rl(world, tmp, args.compare_steps, args.compare_rounds))
             results.update(bench_eval(world))
             measured["world"] = today
         if "pipeline" in sections:

@@ -127,13 +127,16 @@ def build_world(config: WorldConfig, out: Path, overwrite: bool = False) -> dict
         reference_eval = dev_evaluate(policy, policy, rm, dev_pool, gold)
         atomic_write_json(root / "policy" / "dev_eval.json", reference_eval)
         run_rows = []
+        timings["rl_training_s"] = 0.0  # of runs_s: the trainer alone, summed over the runs
         for spec in config.runs:
             run_cfg = dataclasses.replace(
                 default, **spec.overrides, family_weights=run_family_weights(spec, config)
             )
             run_dir = root / "runs" / spec.name
             log.info("world: RL run %s", spec.name)
+            t_run = time.perf_counter()
             train_rl(run_cfg, root, run_dir)
+            timings["rl_training_s"] += time.perf_counter() - t_run
             trained = load_policy(run_dir / "checkpoint")
             dev_eval = dev_evaluate(trained, policy, rm, dev_pool, gold)
             atomic_write_json(run_dir / "dev_eval.json", dev_eval)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from rate.tinyrlhf.models import Policy, RewardModel
+from rate.tinyrlhf.models import Decoder, Policy, RewardModel
 from rate.tinyrlhf.vocab import PROMPT_LEN, RESPONSE_LEN
 
 
@@ -20,55 +20,56 @@ class Samples:
     entropy: torch.Tensor  # (B, RESPONSE_LEN), entropy of the temperature-1 distribution
 
 
-def _draw(
-    step_logits: torch.Tensor,
-    temperature: float,
-    generator: torch.Generator | None,
-    t: int,
-    tokens: torch.Tensor,
-    logprobs: torch.Tensor,
-    entropy: torch.Tensor,
-) -> torch.Tensor:
-    """Sample position ``t`` from (B, V) logits; record token, log-prob and entropy. -> (B, 1)"""
-    logp = F.log_softmax(step_logits, dim=-1)  # (B, V), temperature 1
-    p1 = logp.exp()
-    probs = p1 if temperature == 1.0 else F.softmax(step_logits / temperature, dim=-1)
-    nxt = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
-    tokens[:, t] = nxt[:, 0]
-    logprobs[:, t] = logp.gather(1, nxt)[:, 0]
-    entropy[:, t] = -(p1 * logp).sum(-1)
-    return nxt
+def gumbel_noise(batch: int, n_out: int, generator: torch.Generator | None) -> torch.Tensor:
+    """Noise for every draw of a decoding, (RESPONSE_LEN, B, n_out), drawn in one call.
+
+    argmax(logits / temperature + g) with g = -log(-log(U)), U uniform, is a draw from
+    softmax(logits / temperature) (the Gumbel-max trick, which torch.multinomial also uses
+    for one sample); drawing all of it up front leaves two kernels per token.
+    """
+    u = torch.rand(RESPONSE_LEN, batch, n_out, generator=generator)
+    # U = 0 would give -inf (that token not drawn at that step): a 2^-24 chance, kept out.
+    return u.clamp_(min=torch.finfo(u.dtype).tiny).log_().neg_().log_().neg_()
+
+
+def draw(logits: torch.Tensor, noise: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Tokens (B,) drawn from softmax(logits / temperature) for logits (B, V)."""
+    return torch.add(noise, logits, alpha=1.0 / temperature).argmax(dim=-1)
+
+
+def _finish(responses: torch.Tensor, step_logits: list[torch.Tensor]) -> Samples:
+    logp = F.log_softmax(torch.stack(step_logits, dim=1), dim=-1)  # (B, 8, V), temperature 1
+    logprobs = logp.gather(2, responses.unsqueeze(-1)).squeeze(-1)
+    entropy = -(logp.exp() * logp).sum(-1)
+    return Samples(responses, logprobs, entropy)
+
+
+def _check(prompts: torch.Tensor, temperature: float) -> None:
+    assert prompts.shape[1] == PROMPT_LEN, f"prompts must be (B, {PROMPT_LEN}), got {prompts.shape}"
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
 
 
 @torch.inference_mode()
 def _sample(
     policy: Policy,
     prompts: torch.Tensor,
-    temperature: float = 1.0,
-    generator: torch.Generator | None = None,
-    repeats: int = 1,
+    temperature: float,
+    generator: torch.Generator | None,
+    repeats: int,
 ) -> Samples:
-    """The decoding loop of :func:`sample`."""
-    assert prompts.shape[1] == PROMPT_LEN, f"prompts must be (B, {PROMPT_LEN}), got {prompts.shape}"
-    if temperature <= 0:
-        raise ValueError(f"temperature must be > 0, got {temperature}")
+    """The decoding loop of :func:`sample`: two kernels of noise and argmax per token, and one
+    policy step that writes the token's keys and values into a preallocated cache."""
+    _check(prompts, temperature)
     B = prompts.shape[0] * repeats
-    tokens = torch.empty(B, RESPONSE_LEN, dtype=torch.long)
-    logprobs = torch.empty(B, RESPONSE_LEN)
-    entropy = torch.empty(B, RESPONSE_LEN)
-    logits, cache = policy(prompts)  # (U, PROMPT_LEN, V)
-    step_logits = logits[:, -1]
-    if repeats > 1:
-        step_logits = step_logits.repeat_interleave(repeats, dim=0)
-        cache = [
-            (k.repeat_interleave(repeats, 0), v.repeat_interleave(repeats, 0)) for k, v in cache
-        ]
-    for t in range(RESPONSE_LEN):
-        nxt = _draw(step_logits, temperature, generator, t, tokens, logprobs, entropy)
-        if t + 1 < RESPONSE_LEN:
-            step_logits, cache = policy(nxt, cache=cache, start=PROMPT_LEN + t)
-            step_logits = step_logits[:, -1]
-    return Samples(tokens, logprobs, entropy)
+    noise = gumbel_noise(B, policy.config.n_out, generator)
+    decoder = Decoder(policy, B)
+    step_logits = [decoder.prefill(prompts, repeats)]  # (B, V) each
+    tokens = [draw(step_logits[0], noise[0], temperature)]
+    for t in range(1, RESPONSE_LEN):
+        step_logits.append(decoder.step(tokens[-1], PROMPT_LEN + t - 1))
+        tokens.append(draw(step_logits[-1], noise[t], temperature))
+    return _finish(torch.stack(tokens, dim=1), step_logits)
 
 
 def sample(
@@ -93,17 +94,17 @@ def sample_without_cache(
     temperature: float = 1.0,
     generator: torch.Generator | None = None,
 ) -> Samples:
-    """The plain loop: re-run the whole prefix for every new token (the benchmark's baseline)."""
-    B = prompts.shape[0]
+    """The plain loop: re-run the whole prefix for every new token (the reference that the
+    cached decoding is tested against, and the benchmark's plain loop). Same draws as
+    :func:`sample` for the same generator."""
+    _check(prompts, temperature)
+    noise = gumbel_noise(prompts.shape[0], policy.config.n_out, generator)
     seq = prompts
-    logprobs = torch.empty(B, RESPONSE_LEN)
-    entropy = torch.empty(B, RESPONSE_LEN)
-    tokens = torch.empty(B, RESPONSE_LEN, dtype=torch.long)
+    step_logits = []
     for t in range(RESPONSE_LEN):
-        logits, _ = policy(seq)
-        nxt = _draw(logits[:, -1], temperature, generator, t, tokens, logprobs, entropy)
-        seq = torch.cat([seq, nxt], dim=1)
-    return Samples(seq[:, PROMPT_LEN:], logprobs, entropy)
+        step_logits.append(policy(seq)[:, -1])
+        seq = torch.cat([seq, draw(step_logits[-1], noise[t], temperature)[:, None]], dim=1)
+    return _finish(seq[:, PROMPT_LEN:], step_logits)
 
 
 def response_logprobs(
@@ -112,19 +113,10 @@ def response_logprobs(
     """Per-token log pi(y_t | x, y_<t) at temperature 1, shape (B, RESPONSE_LEN); keeps grad.
 
     With ``repeats`` > 1, ``prompts`` holds each distinct prompt once and ``responses`` holds
-    ``repeats`` responses per prompt (ordered prompt by prompt); the prompt is encoded once and
-    its keys and values are shared by its responses, which saves ~40% of the work in RL.
+    ``repeats`` responses per prompt (ordered prompt by prompt); the prompt is encoded once
+    for all of them (:meth:`Policy.response_logits`), which saves ~40% of the work in RL.
     """
-    if repeats == 1:
-        logits = policy.response_logits(prompts, responses)
-    else:
-        prefix_logits, cache = policy(prompts)  # (U, PROMPT_LEN, V)
-        cache = [
-            (k.repeat_interleave(repeats, 0), v.repeat_interleave(repeats, 0)) for k, v in cache
-        ]
-        first = prefix_logits[:, -1:].repeat_interleave(repeats, 0)  # (B, 1, V)
-        rest, _ = policy(responses[:, :-1], cache=cache, start=PROMPT_LEN)  # (B, 7, V)
-        logits = torch.cat([first, rest], dim=1)
+    logits = policy.response_logits(prompts, responses, repeats)
     return F.log_softmax(logits, dim=-1).gather(2, responses.unsqueeze(-1)).squeeze(-1)
 
 

@@ -26,7 +26,7 @@ def train_sft(
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     policy = Policy(config)
-    opt = torch.optim.AdamW(policy.parameters(), lr=lr, weight_decay=0.01)
+    opt = torch.optim.AdamW(policy.parameters(), lr=lr, weight_decay=0.01, fused=True)
     n = len(prompts)
     steps_total = epochs * ((n + batch_size - 1) // batch_size)
     sched = torch.optim.lr_scheduler.OneCycleLR(
@@ -36,7 +36,7 @@ def train_sft(
     policy.train()
     for epoch in progress(range(epochs), desc="sft"):
         order = torch.randperm(n, generator=gen)
-        total, count = 0.0, 0
+        total, count = torch.zeros((), dtype=torch.float64), 0  # one .item() an epoch
         for i in range(0, n, batch_size):
             idx = order[i : i + batch_size]
             logits = policy.response_logits(prompts[idx], responses[idx])  # (B, 8, S)
@@ -45,9 +45,10 @@ def train_sft(
             loss.backward()
             opt.step()
             sched.step()
-            total += loss.item() * len(idx)
+            total += loss.detach() * len(idx)
             count += len(idx)
-        history.append({"epoch": epoch + 1, "loss": total / count})
-        log.debug("sft epoch %d loss %.4f", epoch + 1, total / count)
+        mean = total.item() / count
+        history.append({"epoch": epoch + 1, "loss": mean})
+        log.debug("sft epoch %d loss %.4f", epoch + 1, mean)
     policy.eval()
     return policy, history

@@ -1,0 +1,150 @@
+"""The fast paths against plain computations: shared-prefix teacher forcing, the key/value
+cache, the reward model's first-layer table, Gumbel-max draws, and the benchmark's contenders.
+
+The plain references are the published trainer's modules (``nn.TransformerEncoder`` blocks,
+loaded with the same weights), which share no code with ours.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rate.bench.rl import (
+    AnchorPolicy,
+    AnchorRewardModel,
+    anchor_logprobs,
+    train_rl_anchor,
+    train_rl_plain,
+)
+from rate.tinyrlhf.models import Policy, RewardModel, load_policy
+from rate.tinyrlhf.rl import load_rl_config
+from rate.tinyrlhf.sampling import (
+    draw,
+    gumbel_noise,
+    response_logprobs,
+    sample,
+    sample_without_cache,
+    score,
+)
+from rate.tinyrlhf.vocab import FAMILIES, N_SYLLABLES, RESPONSE_LEN, encode_prompts
+
+
+def prompts(n: int, seed: int = 0) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    recs = [
+        {
+            "id": str(i),
+            "family": FAMILIES[i % 6],
+            "attrs": torch.randint(0, 8, (4,), generator=gen).tolist(),
+        }
+        for i in range(n)
+    ]
+    return encode_prompts(recs)
+
+
+def trained_like(model: torch.nn.Module, seed: int) -> torch.nn.Module:
+    """A model with larger, less uniform weights than the default init (sharper attention)."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn(p.shape, generator=gen) * 0.3)
+    return model
+
+
+@pytest.mark.parametrize("repeats", [1, 3, 8])
+def test_policy_logprobs_equal_the_plain_transformer(repeats):
+    torch.manual_seed(0)
+    pol = trained_like(Policy(), 1)
+    p = prompts(5)
+    r = torch.randint(0, N_SYLLABLES, (5 * repeats, RESPONSE_LEN))
+    ours = response_logprobs(pol, p, r, repeats=repeats)
+    plain = anchor_logprobs(AnchorPolicy(pol), torch.cat([p.repeat_interleave(repeats, 0), r], 1))
+    assert ours.shape == (5 * repeats, RESPONSE_LEN)
+    assert torch.allclose(ours, plain, atol=1e-5), (ours - plain).abs().max()
+
+
+def test_shared_prefix_gradients_equal_repeated_prompts():
+    torch.manual_seed(1)
+    pol = trained_like(Policy(), 2)
+    p = prompts(4)
+    r = torch.randint(0, N_SYLLABLES, (16, RESPONSE_LEN))
+    weights = torch.randn(16, RESPONSE_LEN)
+    grads = []
+    for prompt_rows, repeats in ((p, 4), (p.repeat_interleave(4, 0), 1)):
+        pol.zero_grad()
+        (response_logprobs(pol, prompt_rows, r, repeats=repeats) * weights).sum().backward()
+        grads.append({n: q.grad.clone() for n, q in pol.named_parameters()})
+    for name in grads[0]:
+        assert torch.allclose(grads[0][name], grads[1][name], rtol=1e-4, atol=1e-4), name
+
+
+@pytest.mark.parametrize("batch", [8, 128])  # below and above the (position, token) table's use
+def test_reward_model_equals_the_plain_transformer(batch):
+    torch.manual_seed(2)
+    rm = trained_like(RewardModel(), 3)
+    p = prompts(batch)
+    r = torch.randint(0, N_SYLLABLES, (batch, RESPONSE_LEN))
+    plain = AnchorRewardModel(rm)(torch.cat([p, r], 1))
+    assert torch.allclose(rm(p, r), plain, atol=1e-5)
+    assert torch.allclose(score(rm, p, r), plain, atol=1e-5)
+
+
+def test_reward_model_table_path_trains_like_the_direct_path():
+    torch.manual_seed(3)
+    rm = trained_like(RewardModel(), 4)
+    p = prompts(64)
+    r = torch.randint(0, N_SYLLABLES, (64, RESPONSE_LEN))
+    grads = []
+    for chunks in (1, 4):  # 64 rows use the table, chunks of 16 do not
+        rm.zero_grad()
+        for pc, rc in zip(p.chunk(chunks), r.chunk(chunks), strict=True):
+            rm(pc, rc).square().sum().backward()
+        grads.append({n: q.grad.clone() for n, q in rm.named_parameters()})
+    for name in grads[0]:
+        assert torch.allclose(grads[0][name], grads[1][name], rtol=1e-4, atol=1e-4), name
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_cached_sampling_with_repeats_equals_the_plain_loop(temperature):
+    torch.manual_seed(4)
+    pol = trained_like(Policy(), 5)
+    p = prompts(6)
+    cached = sample(pol, p, temperature, torch.Generator().manual_seed(7), repeats=4)
+    plain = sample_without_cache(
+        pol, p.repeat_interleave(4, 0), temperature, torch.Generator().manual_seed(7)
+    )
+    assert torch.equal(cached.responses, plain.responses)
+    assert torch.allclose(cached.logprobs, plain.logprobs, atol=1e-5)
+    assert torch.allclose(cached.entropy, plain.entropy, atol=1e-5)
+    teacher = response_logprobs(pol, p, cached.responses, repeats=4)
+    assert torch.allclose(cached.logprobs, teacher, atol=1e-5)
+
+
+def test_gumbel_max_draws_follow_the_softmax():
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0, -3.0]])
+    n = 200_000
+    gen = torch.Generator().manual_seed(0)
+    for temperature in (1.0, 0.5, 2.0):
+        noise = gumbel_noise(n // RESPONSE_LEN, logits.shape[1], gen).reshape(n, -1)
+        drawn = draw(logits.expand(n, -1), noise, temperature)
+        freq = torch.bincount(drawn, minlength=logits.shape[1]).double() / n
+        expected = torch.softmax(logits[0].double() / temperature, dim=0)
+        assert torch.allclose(freq, expected, atol=0.005), (temperature, freq, expected)
+
+
+def test_benchmark_contenders_train_a_few_steps(small_world):
+    config = load_rl_config(
+        small_world / "configs" / "default.json",
+        ["steps=2", "batch_prompts=4", "samples_per_prompt=4"],
+    )
+    start = load_policy(small_world / "policy")
+    for trainer in (train_rl_anchor, train_rl_plain):
+        result = trainer(config, small_world)
+        assert result["elapsed_s"] > 0 and abs(result["kl"]) < 1.0
+        before = (
+            AnchorPolicy(start).state_dict() if trainer is train_rl_anchor else start.state_dict()
+        )
+        after = result["policy"].state_dict()
+        changed = [k for k in before if not torch.equal(before[k], after[k])]
+        assert len(changed) == len(before), trainer.__name__  # Adam moves every parameter

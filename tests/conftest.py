@@ -7,7 +7,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-import torch
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads OpenMP (see rate/__init__)
+import torch  # noqa: E402
 
 from tests.helpers import run_rate
 

@@ -5,4 +5,11 @@ every version with a reward model, stage 3 estimates the effect, stage 4 plots i
 world (`rate.tinyrlhf`) lets the whole pipeline run on a CPU in minutes.
 """
 
+import os
+
+# OpenMP threads that spin while they wait make torch several times slower when the cores are
+# shared (measured 3.7x at 2 threads on a loaded 2-core machine: BENCHMARKS.md); yielding costs
+# little when they are not. Set before torch loads its OpenMP runtime; an explicit setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 __version__ = "0.1.0"

@@ -89,7 +89,9 @@ def run_audit(inputs: AuditInputs, settings: AuditSettings) -> dict:
     audits, responses, scores = [], {}, {}
     with torch.inference_mode():
         for fam in progress(list(per_family), "audit", len(per_family)):
+            t = time.perf_counter()
             fa, resp, base = audit_family(inputs.rm, inputs.policy, fam, per_family[fam], settings)
+            log.info("audit: %s in %.1f s", fam, time.perf_counter() - t)
             audits.append(fa)
             responses[fam], scores[fam] = resp, base
     rows = decide(audits, settings)

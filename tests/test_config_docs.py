@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,25 @@ def test_rate_config_commands(tmp_path):
 def write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
+
+
+def test_the_readme_rl_reference_is_the_generated_one():
+    from rate.tinyrlhf.rl import RLConfig
+
+    readme = (ROOT / "README.md").read_text()
+    begin = "<!-- RL config reference: rate.config_docs.reference_markdown(RLConfig) -->"
+    block = readme.split(begin, 1)[1].split("<!-- end of the RL config reference -->", 1)[0]
+    assert block.strip() == reference_markdown(RLConfig).strip()
+    assert [d.key for d in field_docs(RLConfig) if not d.help.strip()] == []
+
+
+def test_set_is_the_rl_override_syntax_and_override_still_works(tmp_path, small_world):
+    for flag in ("--set", "--override"):
+        out = tmp_path / flag.strip("-")
+        run_rate(
+            ["tinyrlhf", "rl", "--world", str(small_world), flag, "steps=2", flag, "lr=1e-3",
+             "--set", "log_every=1", "--out", str(out)],
+            tmp_path,
+        )  # fmt: skip
+        config = json.loads((out / "run_config.json").read_text())
+        assert (config["steps"], config["lr"], config["log_every"]) == (2, 1e-3, 1)

@@ -35,9 +35,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     r.add_argument("--config", type=Path, help="RL config JSON (default: built-in defaults)")
     r.add_argument(
-        "--override", action="append", default=[], metavar="KEY=JSON", help="override a config key"
+        "--set",
+        "--override",  # the older name, kept so that existing commands work
+        dest="override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key (repeatable; the value is JSON, else YAML), e.g. "
+        "--set kl_coef=0.05; `rate tinyrlhf rl --keys` lists them",
     )
-    r.add_argument("--out", type=Path, required=True, help="run directory")
+    r.add_argument("--keys", action="store_true", help="list the config keys and stop")
+    r.add_argument("--out", type=Path, help="run directory")
     r.add_argument("--overwrite", action="store_true")
     r.set_defaults(func=cmd_rl)
 
@@ -104,8 +112,14 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_rl(args: argparse.Namespace) -> int:
-    from rate.tinyrlhf.rl import load_rl_config, train_rl
+    from rate.config_docs import reference_text
+    from rate.tinyrlhf.rl import RLConfig, load_rl_config, train_rl
 
+    if args.keys:
+        print(reference_text(RLConfig), end="")
+        return 0
+    if args.out is None:
+        raise RateError("rate tinyrlhf rl: --out (the run directory) is required")
     config = load_rl_config(args.config, args.override)
     last = train_rl(config, args.world, args.out, overwrite=args.overwrite)
     print(json.dumps(last))

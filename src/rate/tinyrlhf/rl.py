@@ -24,7 +24,8 @@ import torch
 from rate.errors import ConfigError, RateError
 from rate.io import atomic_write_json
 from rate.progress import progress
-from rate.schema import from_dict, parse_assignment, to_dict
+from rate.schema import from_dict, opt, parse_assignment, to_dict
+from rate.suggest import unknown_name_message
 from rate.tinyrlhf.data import PromptPool, load_prompts
 from rate.tinyrlhf.models import Policy, RewardModel, load_policy, load_reward_model, save_model
 from rate.tinyrlhf.sampling import response_logprobs, sample
@@ -37,22 +38,32 @@ log = logging.getLogger(__name__)
 class RLConfig:
     """The RL recipe. Paths are relative to the world directory unless absolute."""
 
-    policy: str = "policy"  # the starting policy
-    reference: str | None = None  # the KL anchor; defaults to ``policy``
-    reward_model: str = "reward_model"
-    prompts: str = "data/prompts_train.jsonl"
-    kl_coef: float = 0.1
-    steps: int = 800
-    batch_prompts: int = 16
-    samples_per_prompt: int = 8
-    lr: float = 3e-4
-    temperature: float = 1.0
-    seed: int = 0
-    log_every: int = 20
-    save_every: int = 0
-    max_grad_norm: float = 1.0
-    family_weights: dict[str, float] | None = None  # default: uniform over families present
-    reward_wrapper: str | None = None  # a .py file defining transform(records, tokens, rewards)
+    policy: str = opt("policy", help="the starting policy")
+    reference: str | None = opt(None, help="the KL anchor; null: the starting policy")
+    reward_model: str = opt("reward_model", help="the reward model")
+    prompts: str = opt("data/prompts_train.jsonl", help="the prompt pool")
+    kl_coef: float = opt(
+        0.1, help="shaped = reward - kl_coef * sum_t(log pi - log pi_ref), on the policy's samples"
+    )
+    steps: int = opt(800, help="optimisation steps")
+    batch_prompts: int = opt(16, help="prompts per step")
+    samples_per_prompt: int = opt(
+        8, help="responses per prompt; the baseline is the mean of the prompt's group"
+    )
+    lr: float = opt(3e-4, help="Adam's learning rate")
+    temperature: float = opt(1.0, help="sampling temperature")
+    seed: int = opt(0, help="the run's randomness")
+    log_every: int = opt(20, help="a line of log.jsonl every this many steps")
+    save_every: int = opt(0, help="a checkpoint under checkpoints/ every this many steps (0: none)")
+    max_grad_norm: float = opt(1.0, help="gradient-norm clipping")
+    family_weights: dict[str, float] | None = opt(
+        None, help="how often each family's prompts are drawn; null: uniform over those present"
+    )
+    reward_wrapper: str | None = opt(
+        None,
+        help="a .py file defining transform(records, response_tokens, rewards) -> rewards, "
+        "applied to the RM's rewards before the KL term (its code runs)",
+    )
 
     def validate(self, where: str) -> None:
         positive = ("steps", "batch_prompts", "lr", "temperature", "log_every", "max_grad_norm")
@@ -68,8 +79,6 @@ class RLConfig:
             if getattr(self, name) < 0:
                 raise ConfigError(f"{where}: key '{name}' must be >= 0, got {getattr(self, name)}")
         if self.family_weights is not None:
-            from rate.suggest import unknown_name_message
-
             for fam, weight in self.family_weights.items():
                 if fam not in FAMILY_ID:
                     raise ConfigError(
@@ -105,7 +114,7 @@ def load_rl_config(path: Path | None, overrides: list[str] = ()) -> RLConfig:
         parts, value = parse_assignment(text, "--set")
         data[".".join(parts)] = value
     if overrides:
-        where = f"{where} with --override {' '.join(overrides)}"
+        where = f"{where} with --set {' '.join(overrides)}"
     return from_dict(RLConfig, data, where)
 
 

@@ -1,0 +1,166 @@
+"""The audit's measurements on hand-made reward models (known answers), and the audit run on a
+small world: its record, its baselines, and that it reads no ground truth."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from rate.audit import effects as fx
+from rate.audit.features import N_FEATURES, Feature, family_features, feature_counts
+from rate.audit.quality import site_shares, token_quality
+from rate.audit.run import load_inputs, run_audit
+from rate.audit.scan import AuditSettings
+from rate.tinyrlhf.vocab import N_SYLLABLES, SYLLABLE_ID
+from tests.helpers import run_rate
+
+PA, KA, RA = SYLLABLE_ID["pa"], SYLLABLE_ID["ka"], SYLLABLE_ID["ra"]
+
+
+class HandMadeRM(torch.nn.Module):
+    """Score = 1.5 per 'pa' + 0.6 per adjacent 'ka ra' - 0.2 per 'ka' anywhere."""
+
+    def forward(self, prompts: torch.Tensor, responses: torch.Tensor) -> torch.Tensor:
+        pa = (responses == PA).sum(-1).float()
+        ka = (responses == KA).sum(-1).float()
+        kr = ((responses[:, :-1] == KA) & (responses[:, 1:] == RA)).sum(-1).float()
+        return 1.5 * pa + 0.6 * kr - 0.2 * ka
+
+
+def responses(n: int = 12, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Responses without 'pa', 'ka' or 'ra', so that every edit's effect is known exactly."""
+    gen = torch.Generator().manual_seed(seed)
+    others = torch.tensor([i for i in range(N_SYLLABLES) if i not in (PA, KA, RA)])
+    y = others[torch.randint(len(others), (n, 8), generator=gen)]
+    return torch.randint(24, 30, (n, 6), generator=gen), y
+
+
+def test_features_are_indexed_and_counted():
+    feats = family_features("dune")
+    assert len(feats) == N_FEATURES == 600
+    assert [f.index for f in feats] == list(range(600))
+    assert Feature("dune", ("ka", "ra")).index == 24 + 24 * KA + RA
+    y = torch.tensor([[PA, PA, KA, RA, KA, RA, 0, 1]])
+    c = feature_counts(y)[0]
+    assert c[PA] == 2 and c[KA] == 2 and c[24 + 24 * KA + RA] == 2 and c.sum() == 8 + 7
+
+
+def test_interventions_recover_a_known_reward_model():
+    rm, (p, y) = HandMadeRM(), responses()
+    single = fx.singles(rm, p, y)
+    tok, tok_se, _ = fx.token_effects(y, single)
+    expected = torch.zeros(N_SYLLABLES, dtype=torch.float64)
+    expected[PA], expected[KA] = 1.5, -0.2
+    assert torch.allclose(tok, expected, atol=1e-6) and tok_se.max() < 1e-6
+    adj, adj_se, sites = fx.pair_interactions(rm, p, y, single, gap=1)
+    gap, *_ = fx.pair_interactions(rm, p, y, single, gap=2)
+    premium = torch.zeros(576, dtype=torch.float64)
+    premium[KA * 24 + RA] = 0.6  # what the RM pays for the pair beyond its two syllables
+    assert torch.allclose(adj, premium, atol=1e-6) and adj_se.max() < 1e-6
+    assert gap.abs().max() < 1e-6  # the premium is for adjacency: none at a gap
+    assert int(sites[KA * 24 + RA]) == 12 * 7
+
+
+def test_rate_round_trip_cancels_the_rewriter_signature():
+    rm, (p, y) = HandMadeRM(), responses(20)
+    # A signature that writes 'ka' for 'ga' everywhere, and random edits elsewhere.
+    sig = fx.Signature({"ga": "ka"}, 0.1)
+    delta = fx.rate_singles(rm, p, y, sig, seed=0)
+    tok, *_ = fx.rate_token_effects(y, delta, sig)
+    single = fx.singles(rm, p, y)
+    truth, *_ = fx.token_effects(y, single)
+    assert tok[PA] == pytest.approx(float(truth[PA]), abs=0.15)  # edits add noise, not bias
+    assert torch.isnan(tok[SYLLABLE_ID["ga"]])  # the rewriter cannot write 'ga'
+    clean = fx.Signature({"ga": "ka"}, 0.0)
+    delta0 = fx.rate_singles(rm, p, y, clean, seed=0)
+    tok0, *_ = fx.rate_token_effects(y, delta0, clean)
+    # Without random edits the style map's change cancels between the two sides, except at the
+    # edited site: there the rewrite of the rewrite holds 'ka' (the style map's) where the
+    # original held 'ga', so RATE measures 'pa' against 'ka', which the RM charges 0.2.
+    at_ga = float((y == SYLLABLE_ID["ga"]).double().mean())
+    assert tok0[PA] == pytest.approx(1.5 + 0.2 * at_ga, abs=1e-6)
+    pair, *_ = fx.rate_pair_interactions(rm, p, y, delta0, clean, seed=1)
+    # Where 'ga' precedes the site, the style map itself makes 'ka ra' out of 'ga ra' on both
+    # sides of the single 'ra' edit, so the pair's own round trip adds nothing there.
+    before_ga = float((y[:, :7] == SYLLABLE_ID["ga"]).double().mean())
+    assert pair[KA * 24 + RA] == pytest.approx(0.6 * (1 - before_ga), abs=1e-6)
+
+
+def test_gold_quality_of_a_linear_label_is_exact():
+    gen = torch.Generator().manual_seed(3)
+    gold = torch.randint(0, 24, (400, 8), generator=gen)
+    beta = torch.linspace(0, 0.1, 24, dtype=torch.float64)
+    counts = torch.zeros(400, 24, dtype=torch.float64).scatter_add_(
+        1, gold, torch.ones(400, 8, dtype=torch.float64)
+    )
+    labels = counts @ beta
+    share = site_shares(gold)
+    q = token_quality(gold, labels, share)
+    expected = beta - share @ beta
+    assert torch.allclose(q.effect, expected, atol=1e-8) and q.supported.all()
+    assert (q.se < 1e-6).all()
+    few = token_quality(gold[:3], labels[:3], share)
+    assert not few.supported.all() and torch.isinf(few.se[~few.supported]).all()
+
+
+@pytest.fixture(scope="module")
+def small_audit(small_world, tmp_path_factory):
+    settings = AuditSettings(n_token=8, n_pair=2, n_rate_token=4, n_rate_pair=1)
+    return run_audit(load_inputs(small_world), settings)
+
+
+def test_the_audit_record(small_audit):
+    cands = small_audit["candidates"]
+    assert len(cands) == 3600 and small_audit["mode"] == "audit"
+    need = {"family", "feature", "score", "flagged", "excess", "rm_effect", "rate_effect",
+            "quality_effect", "p_holm", "rank"}  # fmt: skip
+    assert need <= set(cands[0])
+    assert sorted(r["rank"] for r in cands) == list(range(1, 3601))
+    assert {r["kind"] for r in cands} == {"token", "pair"}
+    assert set(small_audit["baselines"]) == {"naive", "ridge"}
+    assert all(len(rows) == 3600 for rows in small_audit["baselines"].values())
+    assert set(small_audit["families"]) == {"anvil", "birch", "cobalt", "dune", "ember", "fjord"}
+
+
+def test_the_audit_command_reads_no_truth(small_world, tmp_path):
+    """The record is the same with truth/ deleted, and from a world that was moved."""
+    moved = tmp_path / "elsewhere" / "w"
+    shutil.copytree(small_world, moved)
+    shutil.rmtree(moved / "truth")
+    args = [
+        "--set",
+        "n_token=4",
+        "--set",
+        "n_pair=1",
+        "--set",
+        "n_rate_token=2",
+        "--set",
+        "n_rate_pair=1",
+    ]
+    out_a, out_b = tmp_path / "a.json", tmp_path / "b.json"
+    run_rate(["audit", "--world", str(small_world), "--out", str(out_a), *args], tmp_path)
+    run_rate(["audit", "--world", str(moved), "--out", str(out_b), *args], tmp_path)
+    a, b = json.loads(out_a.read_text()), json.loads(out_b.read_text())
+    for x in (a, b):
+        x.pop("inputs"), x.pop("seconds")
+    assert a == b
+    for suffix in (".csv", ".md", ".png"):
+        assert out_a.with_suffix(suffix).stat().st_size > 0
+
+
+def test_the_portable_diagnostic_runs_without_gold(small_world, tmp_path):
+    inputs = load_inputs(
+        reward_model=small_world / "reward_model",
+        policy=small_world / "policy",
+        prompts=small_world / "data" / "prompts_dev.jsonl",
+        use_gold=False,
+    )
+    audit = run_audit(inputs, AuditSettings(n_token=4, n_pair=1, n_rate_token=2, n_rate_pair=1))
+    assert audit["mode"].startswith("diagnostic") and "ridge" not in audit["baselines"]
+    tokens = [r for r in audit["candidates"] if r["kind"] == "token"]
+    assert all(r["quality_supported"] == 0 for r in tokens)
+    assert np.isfinite([r["score"] for r in audit["candidates"]]).any()

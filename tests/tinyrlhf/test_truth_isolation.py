@@ -15,13 +15,19 @@ from pathlib import Path
 import rate
 
 SRC = Path(rate.__file__).parent
-TRUTH_MODULES = {"rate.tinyrlhf.oracle", "rate.tinyrlhf.labels", "rate.tinyrlhf.evaluate"}
+TRUTH_MODULES = {
+    "rate.tinyrlhf.oracle",
+    "rate.tinyrlhf.labels",
+    "rate.tinyrlhf.evaluate",
+    "rate.tinyrlhf.shortcuts",
+}
 # Modules allowed to import the truth: labelling, the world builder, evaluation and the
 # commands that call evaluation.
 ALLOWED = {
     "rate.tinyrlhf.oracle",
     "rate.tinyrlhf.labels",
     "rate.tinyrlhf.evaluate",
+    "rate.tinyrlhf.shortcuts",  # truth evaluation: what the RM learned of the planted shortcuts
     "rate.tinyrlhf.build",
     "rate.tinyrlhf.cli",
     "rate.demo",
@@ -88,9 +94,11 @@ def test_only_labelling_and_truth_evaluation_read_the_shortcut_tables():
         if attrs & {"token_bonus", "pair_premium"}:
             readers.append(module_name(path))
     # The config module defines and validates the tables; labelling uses them to make labels;
-    # the truth evaluation reports how often policies write the vendor's marker syllables.
+    # the truth evaluation reports how often policies write the vendor's marker syllables and
+    # measures how much of each planted shortcut the reward model learned.
     assert sorted(readers) == [
         "rate.tinyrlhf.evaluate",
         "rate.tinyrlhf.labels",
+        "rate.tinyrlhf.shortcuts",
         "rate.tinyrlhf.worldconfig",
     ]

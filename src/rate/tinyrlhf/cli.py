@@ -208,6 +208,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_stats(args: argparse.Namespace) -> int:
     from rate.tinyrlhf.evaluate import world_statistics
     from rate.tinyrlhf.report_table import quality_table
+    from rate.tinyrlhf.shortcuts import shortcut_table
     from rate.tinyrlhf.vocab import FAMILIES
 
     stats = world_statistics(args.world, args.per_family)
@@ -225,6 +226,12 @@ def cmd_stats(args: argparse.Namespace) -> int:
     for marker, counts in stats["marker_counts"].items():
         fam, tok = marker.split(":")
         lines.append(f"  {fam} `{tok}`: " + "  ".join(f"{n} {c:.2f}" for n, c in counts.items()))
+    if stats["pair_counts"]:
+        lines.append("Pairs of the pair premiums (mean adjacent count per response):")
+    for marker, counts in stats["pair_counts"].items():
+        fam, pair = marker.split(":")
+        lines.append(f"  {fam} `{pair}`: " + "  ".join(f"{n} {c:.2f}" for n, c in counts.items()))
+    lines.append(shortcut_table(stats["shortcuts"]))
     print("\n".join(lines) + "\n")
     print(quality_table({"reference": stats["reference"], **stats["runs"]}))
     return 0

@@ -81,11 +81,36 @@ class LabelConfig:
 
 
 @dataclass
+class Habit:
+    """A pair of syllables that a family's demonstrators write often, whether or not the crowd
+    pays for it (a verbal tic, like "I hope this helps"): ``rate`` of the family's
+    demonstrations carry it once, at a random adjacent position."""
+
+    family: str
+    pair: list[str]
+    rate: float
+
+    def validate(self, where: str) -> None:
+        if self.family not in FAMILIES:
+            raise ConfigError(
+                f"{where}: demonstrations.habits: unknown family {self.family!r}; families are "
+                f"{', '.join(FAMILIES)}"
+            )
+        if len(self.pair) != 2 or any(t not in SYLLABLES for t in self.pair):
+            raise ConfigError(
+                f"{where}: demonstrations.habits: pair must be two syllables, got {self.pair}"
+            )
+        if not 0 <= self.rate <= 1:
+            raise ConfigError(f"{where}: demonstrations.habits: rate must be in 0..1")
+
+
+@dataclass
 class DemoConfig:
     """Expert demonstrations that the reference policy is fine-tuned on."""
 
     per_family: int = 4000
     correct_rate: float = 0.2  # share of positions the demonstrator gets right on purpose
+    habits: list[Habit] = field(default_factory=list)
 
 
 @dataclass

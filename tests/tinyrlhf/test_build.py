@@ -119,6 +119,18 @@ def test_existing_world_is_kept_unless_overwrite(small_world):
         ({"pools": {"dev_mix": {"anvil": 1, "atlantis": 2}}}, "unknown family 'atlantis'"),
         ({"runs": [{"name": "x", "mix": "anvil,atlantis"}]}, "unknown family 'atlantis'"),
         ({"rl_default": {"kl_coeff": 0.1}}, "did you mean 'kl_coef'"),
+        (
+            {
+                "demonstrations": {
+                    "habits": [{"family": "dunes", "pair": ["ka", "ra"], "rate": 0.3}]
+                }
+            },
+            "habits: unknown family 'dunes'",
+        ),
+        (
+            {"demonstrations": {"habits": [{"family": "dune", "pair": ["ka"], "rate": 0.3}]}},
+            "habits: pair must be two syllables",
+        ),
     ],
 )
 def test_bad_world_config_is_rejected(tmp_path, patch, message):

@@ -182,8 +182,20 @@ def test_stats_reports_agreement_markers_and_runs(small_world, tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert "dune `pa`" in out.stdout and "ember `he`" in out.stdout and "kl05-s800" in out.stdout
+    assert "cobalt `ka ra`" in out.stdout and "learned" in out.stdout and "ratio" in out.stdout
+    assert "Pairs of the pair premiums" in out.stdout
     stats = json.loads((tmp_path / "s.json").read_text())
     assert set(stats["rm_crowd_pearson"]) == set(FAMILIES)
+    rows = stats["shortcuts"]["shortcuts"]
+    assert [(r["family"], r["tokens"], r["planted"]) for r in rows] == [
+        ("cobalt", ["ka", "ra"], 0.6),
+        ("dune", ["pa"], 1.45),
+        ("ember", ["he"], 0.47),
+    ]
+    assert set(stats["pair_counts"]) == {"cobalt:ka ra"}
+    # The builder recorded the same check, measured the same way.
+    recorded = json.loads((small_world / "truth" / "shortcuts.json").read_text())
+    assert recorded == stats["shortcuts"]
     assert set(stats["runs"]) == {
         "default-s800",
         "fourfam-s800",
@@ -191,3 +203,10 @@ def test_stats_reports_agreement_markers_and_runs(small_world, tmp_path):
         "kl05-s800",
         "pilotmix-s800",
     }
+
+
+def test_build_names_an_unknown_packaged_world_config(tmp_path):
+    out = rate("tinyrlhf", "build", "--world-config", "varaint", "--out", str(tmp_path / "w"))
+    assert out.returncode != 0
+    assert "did you mean 'variant'" in out.stderr and "noshortcuts" in out.stderr
+    assert not (tmp_path / "w").exists()

@@ -8,7 +8,7 @@ import torch
 from rate.tinyrlhf import labels
 from rate.tinyrlhf.oracle import Oracle
 from rate.tinyrlhf.vocab import SYLLABLE_ID, SYLLABLES, encode_prompts, encode_responses
-from rate.tinyrlhf.worldconfig import LabelConfig, PairPremium
+from rate.tinyrlhf.worldconfig import Habit, LabelConfig, PairPremium
 
 
 def prompt(family: str, attrs=(0, 1, 2, 3)) -> torch.Tensor:
@@ -114,6 +114,27 @@ def test_demonstrations_hit_the_requested_correct_rate():
     # P(correct) = 0.25 + 0.75 * 3/24 = 0.34375
     assert oracle.quality(p, demos).mean().item() == pytest.approx(0.34375, abs=0.01)
     assert SYLLABLE_ID["ba"] == 0
+
+
+def test_habits_write_their_pair_into_their_share_of_the_family_only():
+    oracle = Oracle(9, 3, 2)
+    p = torch.cat([prompt("cobalt").repeat(4000, 1), prompt("anvil").repeat(4000, 1)])
+    plain = labels.demonstrations(oracle, p, 0.25, torch.Generator().manual_seed(0))
+    habit = Habit(family="cobalt", pair=["ka", "ra"], rate=0.3)
+    demos = labels.demonstrations(
+        oracle, p, 0.25, torch.Generator().manual_seed(0), [habit], torch.Generator().manual_seed(1)
+    )
+    ka, ra = SYLLABLE_ID["ka"], SYLLABLE_ID["ra"]
+    has = ((demos[:, :-1] == ka) & (demos[:, 1:] == ra)).any(-1).float()
+    had = ((plain[:, :-1] == ka) & (plain[:, 1:] == ra)).any(-1).float()
+    # 30% written on purpose, plus the ~1% that carry the pair by chance.
+    assert has[:4000].mean().item() == pytest.approx(0.3 + 0.7 * had[:4000].mean().item(), abs=0.02)
+    assert torch.equal(demos[4000:], plain[4000:])  # other families untouched
+    changed = (demos[:4000] != plain[:4000]).sum(-1)
+    assert changed.max().item() <= 2  # one pair written, nothing else moved
+    # Without habits the demonstrations are the same draws as before habits existed.
+    again = labels.demonstrations(oracle, p, 0.25, torch.Generator().manual_seed(0), [], None)
+    assert torch.equal(again, plain)
 
 
 def test_filler_syllables_are_never_correct():

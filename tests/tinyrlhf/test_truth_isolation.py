@@ -15,13 +15,21 @@ from pathlib import Path
 import rate
 
 SRC = Path(rate.__file__).parent
-TRUTH_MODULES = {"rate.tinyrlhf.oracle", "rate.tinyrlhf.labels", "rate.tinyrlhf.evaluate"}
+TRUTH_MODULES = {
+    "rate.tinyrlhf.oracle",
+    "rate.tinyrlhf.labels",
+    "rate.tinyrlhf.evaluate",
+    "rate.tinyrlhf.shortcuts",
+    "rate.tinyrlhf.audit_truth",
+}
 # Modules allowed to import the truth: labelling, the world builder, evaluation and the
 # commands that call evaluation.
 ALLOWED = {
     "rate.tinyrlhf.oracle",
     "rate.tinyrlhf.labels",
     "rate.tinyrlhf.evaluate",
+    "rate.tinyrlhf.shortcuts",  # truth evaluation: what the RM learned of the planted shortcuts
+    "rate.tinyrlhf.audit_truth",  # checks an audit's flags against the planted shortcuts
     "rate.tinyrlhf.build",
     "rate.tinyrlhf.cli",
     "rate.demos.tinyworld",
@@ -43,6 +51,8 @@ MUST_STAY_BLIND = [
     "rate.effects.stage",
     "rate.effects.estimators",
     "rate.effects.bootstrap",
+    # The audit is analysis: it sees what an analyst sees, never the planted shortcuts.
+    *(f"rate.audit.{m.stem}" for m in (SRC / "audit").glob("*.py") if m.stem != "__init__"),
 ]
 
 
@@ -88,9 +98,25 @@ def test_only_labelling_and_truth_evaluation_read_the_shortcut_tables():
         if attrs & {"token_bonus", "pair_premium"}:
             readers.append(module_name(path))
     # The config module defines and validates the tables; labelling uses them to make labels;
-    # the truth evaluation reports how often policies write the vendor's marker syllables.
+    # the truth evaluation reports how often policies write the vendor's marker syllables and
+    # measures how much of each planted shortcut the reward model learned.
     assert sorted(readers) == [
+        "rate.tinyrlhf.audit_truth",
         "rate.tinyrlhf.evaluate",
         "rate.tinyrlhf.labels",
+        "rate.tinyrlhf.shortcuts",
         "rate.tinyrlhf.worldconfig",
     ]
+
+
+def test_the_audit_names_no_truth_file_and_no_world_config():
+    """Analysis code must not even open the truth by path: no ``truth`` folder, no world config."""
+    for path in (SRC / "audit").glob("*.py"):
+        strings = [
+            n.value
+            for n in ast.walk(ast.parse(path.read_text()))
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)
+        ]
+        # Docstrings may say what is not read; a path literal may not name it.
+        literals = [s for s in strings if "\n" not in s and len(s) < 80]
+        assert not [s for s in literals if "truth" in s or s.startswith("world_")], path.name

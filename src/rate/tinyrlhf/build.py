@@ -2,6 +2,9 @@
 
     policy/ reward_model/ data/ configs/ runs/ truth/ world_info.json
 
+truth/shortcuts.json records what the reward model learned of every planted shortcut and
+whether the world is valid (:mod:`rate.tinyrlhf.shortcuts`).
+
 Everything comes from the config's seed; the same config gives the same world. The output is
 assembled in a temporary sibling directory and renamed into place only when complete.
 """
@@ -30,10 +33,13 @@ from rate.tinyrlhf.rl import RLConfig, train_rl
 from rate.tinyrlhf.rm_train import train_reward_model
 from rate.tinyrlhf.sampling import sample
 from rate.tinyrlhf.sft import train_sft
+from rate.tinyrlhf.shortcuts import SHORTCUTS_FILE, check_world_shortcuts, shortcut_table
 from rate.tinyrlhf.vocab import FAMILIES
 from rate.tinyrlhf.worldconfig import RunSpec, WorldConfig, load_world_config
 
 log = logging.getLogger(__name__)
+
+HABIT_SEED_OFFSET = 0x4AB1  # the demonstrators' habits draw from their own stream
 
 
 def run_family_weights(spec: RunSpec, config: WorldConfig) -> dict[str, float] | None:
@@ -71,7 +77,12 @@ def build_world(config: WorldConfig, out: Path, overwrite: bool = False) -> dict
             make_prompts(balanced(config.demonstrations.per_family), "demo", gen)
         )
         demo_responses = labels.demonstrations(
-            oracle, demo_pool.tokens, config.demonstrations.correct_rate, gen
+            oracle,
+            demo_pool.tokens,
+            config.demonstrations.correct_rate,
+            gen,
+            config.demonstrations.habits,
+            torch.Generator().manual_seed(config.seed + HABIT_SEED_OFFSET),
         )
         sft = config.sft
         policy, _ = train_sft(
@@ -100,6 +111,15 @@ def build_world(config: WorldConfig, out: Path, overwrite: bool = False) -> dict
             training_notes(len(rows), rmd.temperature, rmt, history, policy_dir="policy"),
         )
         timings["reward_model_s"] = time.perf_counter() - t
+
+        # The world's validity: every planted shortcut learned by the RM at >= half its bonus
+        # (measured by intervention; kept in truth/, which analysts never read).
+        t = time.perf_counter()
+        check = check_world_shortcuts(rm, policy, oracle, config.labels)
+        atomic_write_json(root / SHORTCUTS_FILE, check)
+        if not check["valid"]:
+            log.warning("world: a planted shortcut is not learned:\n%s", shortcut_table(check))
+        timings["shortcut_check_s"] = time.perf_counter() - t
 
         # Gold calibration: reference responses with expert labels.
         gold_responses = sample(policy, gold_prompts.tokens, 1.0, gen).responses

@@ -21,8 +21,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     b = tiny.add_parser("build", help="build a world (policy, reward model, data, earlier runs)")
     b.add_argument("--out", type=Path, required=True, help="directory to create")
-    b.add_argument("--config", type=Path, help="world config JSON (default: the packaged one)")
-    b.add_argument("--small", action="store_true", help="the small variant for tests (seconds)")
+    which = b.add_mutually_exclusive_group()
+    which.add_argument("--config", type=Path, help="world config JSON (default: the packaged one)")
+    which.add_argument(
+        "--world-config",
+        metavar="NAME",
+        help="a packaged world config by name: default, variant (other shortcuts, a penalty), "
+        "noshortcuts (the default without shortcuts), small",
+    )
+    which.add_argument("--small", action="store_true", help="the small variant for tests (seconds)")
     b.add_argument("--overwrite", action="store_true", help="replace an existing world")
     b.set_defaults(func=cmd_build)
 
@@ -105,7 +112,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from rate.tinyrlhf.build import build_world
     from rate.tinyrlhf.worldconfig import load_world_config
 
-    config = load_world_config(args.config, small=args.small)
+    config = load_world_config(args.config, small=args.small, name=args.world_config)
     info = build_world(config, args.out, overwrite=args.overwrite)
     print(f"world built at {args.out} in {info['timings']['total_s']:.1f} s")
     return 0
@@ -222,6 +229,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_stats(args: argparse.Namespace) -> int:
     from rate.tinyrlhf.evaluate import world_statistics
     from rate.tinyrlhf.report_table import quality_table
+    from rate.tinyrlhf.shortcuts import shortcut_table
     from rate.tinyrlhf.vocab import FAMILIES
 
     stats = world_statistics(args.world, args.per_family)
@@ -239,6 +247,12 @@ def cmd_stats(args: argparse.Namespace) -> int:
     for marker, counts in stats["marker_counts"].items():
         fam, tok = marker.split(":")
         lines.append(f"  {fam} `{tok}`: " + "  ".join(f"{n} {c:.2f}" for n, c in counts.items()))
+    if stats["pair_counts"]:
+        lines.append("Pairs of the pair premiums (mean adjacent count per response):")
+    for marker, counts in stats["pair_counts"].items():
+        fam, pair = marker.split(":")
+        lines.append(f"  {fam} `{pair}`: " + "  ".join(f"{n} {c:.2f}" for n, c in counts.items()))
+    lines.append(shortcut_table(stats["shortcuts"]))
     print("\n".join(lines) + "\n")
     print(quality_table({"reference": stats["reference"], **stats["runs"]}))
     return 0

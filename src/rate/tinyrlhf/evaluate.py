@@ -20,7 +20,8 @@ from rate.tinyrlhf.models import Policy, RewardModel, load_policy, load_reward_m
 from rate.tinyrlhf.oracle import Oracle
 from rate.tinyrlhf.prompts import balanced, make_prompts
 from rate.tinyrlhf.sampling import sample, score, sequence_kl
-from rate.tinyrlhf.vocab import FAMILIES
+from rate.tinyrlhf.shortcuts import check_world_shortcuts
+from rate.tinyrlhf.vocab import FAMILIES, SYLLABLE_ID
 from rate.tinyrlhf.worldconfig import WorldConfig
 
 TRUTH_FILE = Path("truth") / "world.json"
@@ -56,9 +57,11 @@ def evaluate_policy(
     per_family: int = 500,
     temperature: float = 1.0,
     seed: int = EVAL_SEED,
+    pairs: dict[str, list[list[str]]] | None = None,
 ) -> dict:
     """Per family and on the balanced mix: true quality (with SE), and proxy reward and KL when
-    the reward model and reference are given."""
+    the reward model and reference are given; with ``pairs`` (family -> pairs of syllables), the
+    mean count per response of each adjacent pair in its family."""
     gen = torch.Generator().manual_seed(seed)
     pool = pool_from_records(make_prompts(balanced(per_family), "eval", gen, shuffle=False))
     responses = sample(policy, pool.tokens, temperature, gen).responses
@@ -81,6 +84,11 @@ def evaluate_policy(
         if kl is not None:
             row["kl"] = round(float(kl[m].mean()), 6)
         row["syllable_counts"] = syllable_counts(responses[m])
+        if pairs and fam in pairs:
+            row["pair_counts"] = {
+                " ".join(p): round(float(pair_count(responses[m], p).double().mean()), 4)
+                for p in pairs[fam]
+            }
         report["per_family"][fam] = row
     fams = report["per_family"].values()
     report["balanced"] = {
@@ -94,9 +102,17 @@ def evaluate_policy(
     return report
 
 
+def pair_count(responses: torch.Tensor, pair: list[str]) -> torch.Tensor:
+    """Adjacent occurrences of ``pair`` in each response, shape (B,)."""
+    first, second = SYLLABLE_ID[pair[0]], SYLLABLE_ID[pair[1]]
+    return ((responses[:, :-1] == first) & (responses[:, 1:] == second)).sum(-1)
+
+
 def world_statistics(world: Path, per_family: int = 500) -> dict:
     """What a built world looks like against SPEC B.3: reference quality, RM agreement with
-    crowd and expert labels per family, and every run's balanced-sample evaluation."""
+    crowd and expert labels per family, what the RM learned of every planted shortcut (measured
+    afresh, so worlds built before the check was recorded get it too) and every run's
+    balanced-sample evaluation."""
     world = Path(world)
     oracle, config = load_oracle(world)
     reference = load_policy(world / "policy")
@@ -111,11 +127,14 @@ def world_statistics(world: Path, per_family: int = 500) -> dict:
         for f, fam in enumerate(FAMILIES):
             m = rows.families == f
             stats[key][fam] = round(pearson(scores[m], rows.labels[m]), 4)
-    stats["reference"] = evaluate_policy(reference, oracle, rm, reference, per_family)
+    stats["shortcuts"] = check_world_shortcuts(rm, reference, oracle, config.labels)
+    pairs = {fam: [p.pair for p in ps] for fam, ps in config.labels.pair_premium.items()}
+    stats["reference"] = evaluate_policy(reference, oracle, rm, reference, per_family, pairs=pairs)
     stats["runs"] = {}
-    for run in sorted(p for p in (world / "runs").iterdir() if (p / "checkpoint").is_dir()):
-        policy = load_policy(run / "checkpoint")
-        stats["runs"][run.name] = evaluate_policy(policy, oracle, rm, reference, per_family)
+    for checkpoint in sorted(p for p in (world / "runs").glob("*/checkpoint") if p.is_dir()):
+        stats["runs"][checkpoint.parent.name] = evaluate_policy(
+            load_policy(checkpoint), oracle, rm, reference, per_family, pairs=pairs
+        )
     # How often each policy writes the marker syllables that the crowd vendor paid a bonus for.
     reports = {"reference": stats["reference"], **stats["runs"]}
     stats["marker_counts"] = {
@@ -124,5 +143,13 @@ def world_statistics(world: Path, per_family: int = 500) -> dict:
         }
         for fam, tokens in config.labels.token_bonus.items()
         for tok in tokens
+    }
+    # ... and how often they write the pairs the vendor paid a premium for.
+    stats["pair_counts"] = {
+        f"{fam}:{' '.join(p)}": {
+            name: r["per_family"][fam]["pair_counts"][" ".join(p)] for name, r in reports.items()
+        }
+        for fam, ps in pairs.items()
+        for p in ps
     }
     return stats

@@ -9,23 +9,39 @@ import torch
 
 from rate.tinyrlhf.oracle import Oracle
 from rate.tinyrlhf.vocab import FAMILIES, N_SYLLABLES, RESPONSE_LEN, SYLLABLE_ID, TOKEN_ID
-from rate.tinyrlhf.worldconfig import LabelConfig
+from rate.tinyrlhf.worldconfig import Habit, LabelConfig
 
 _FAMILY0 = TOKEN_ID[FAMILIES[0]]
 
 
 def demonstrations(
-    oracle: Oracle, prompts: torch.Tensor, correct_rate: float, generator: torch.Generator
+    oracle: Oracle,
+    prompts: torch.Tensor,
+    correct_rate: float,
+    generator: torch.Generator,
+    habits: list[Habit] = (),
+    habit_generator: torch.Generator | None = None,
 ) -> torch.Tensor:
     """Demonstrator responses: each position is a correct syllable with prob ``correct_rate``,
-    otherwise a syllable drawn uniformly (which may be correct by chance). Shape (B, 8)."""
+    otherwise a syllable drawn uniformly (which may be correct by chance); then each habit's
+    pair is written over a random adjacent position of ``rate`` of its family's responses
+    (drawn from ``habit_generator``, so habits leave the rest of a world's draws alone).
+    Shape (B, 8)."""
     sets = oracle.correct_sets(prompts).float()  # (B, P, S)
     pick_correct = torch.multinomial(sets.view(-1, N_SYLLABLES), 1, generator=generator).view(
         -1, RESPONSE_LEN
     )
     uniform = torch.randint(0, N_SYLLABLES, pick_correct.shape, generator=generator)
     use_correct = torch.rand(pick_correct.shape, generator=generator) < correct_rate
-    return torch.where(use_correct, pick_correct, uniform)
+    out = torch.where(use_correct, pick_correct, uniform)
+    fam = prompts[:, 0] - _FAMILY0
+    for habit in habits:
+        rows = (fam == FAMILIES.index(habit.family)).nonzero().flatten()
+        rows = rows[torch.rand(len(rows), generator=habit_generator) < habit.rate]
+        pos = torch.randint(0, RESPONSE_LEN - 1, (len(rows),), generator=habit_generator)
+        out[rows, pos] = SYLLABLE_ID[habit.pair[0]]
+        out[rows, pos + 1] = SYLLABLE_ID[habit.pair[1]]
+    return out
 
 
 def expert_labels(

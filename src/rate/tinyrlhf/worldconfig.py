@@ -14,6 +14,7 @@ from typing import Any
 
 from rate.errors import ConfigError
 from rate.schema import from_dict
+from rate.suggest import unknown_name_message
 from rate.tinyrlhf.vocab import FAMILIES, N_SYLLABLES, SYLLABLES
 
 
@@ -81,11 +82,36 @@ class LabelConfig:
 
 
 @dataclass
+class Habit:
+    """A pair of syllables that a family's demonstrators write often, whether or not the crowd
+    pays for it (a verbal tic, like "I hope this helps"): ``rate`` of the family's
+    demonstrations carry it once, at a random adjacent position."""
+
+    family: str
+    pair: list[str]
+    rate: float
+
+    def validate(self, where: str) -> None:
+        if self.family not in FAMILIES:
+            raise ConfigError(
+                f"{where}: demonstrations.habits: unknown family {self.family!r}; families are "
+                f"{', '.join(FAMILIES)}"
+            )
+        if len(self.pair) != 2 or any(t not in SYLLABLES for t in self.pair):
+            raise ConfigError(
+                f"{where}: demonstrations.habits: pair must be two syllables, got {self.pair}"
+            )
+        if not 0 <= self.rate <= 1:
+            raise ConfigError(f"{where}: demonstrations.habits: rate must be in 0..1")
+
+
+@dataclass
 class DemoConfig:
     """Expert demonstrations that the reference policy is fine-tuned on."""
 
     per_family: int = 4000
     correct_rate: float = 0.2  # share of positions the demonstrator gets right on purpose
+    habits: list[Habit] = field(default_factory=list)
 
 
 @dataclass
@@ -183,12 +209,27 @@ class WorldConfig:
             )
 
 
-def load_world_config(path: Path | None = None, small: bool = False) -> WorldConfig:
-    """Read a world config; with no path, the packaged default (or its ``--small`` variant)."""
+# The world configs shipped in the package, by name (``rate tinyrlhf build --world-config NAME``).
+PACKAGED_WORLDS: dict[str, str] = {
+    "default": "world_default.json",  # the reference world of SPEC B
+    "variant": "world_variant.json",  # a public variant: other markers, families, pairs, a penalty
+    "noshortcuts": "world_noshortcuts.json",  # the default without any label shortcut
+    "small": "world_small.json",  # a reduced default for tests (seconds; its RM learns little)
+}
+
+
+def load_world_config(
+    path: Path | None = None, small: bool = False, name: str | None = None
+) -> WorldConfig:
+    """Read a world config: from ``path``, or the packaged one called ``name`` (with neither,
+    the packaged default, or its ``small`` variant)."""
     if path is None:
-        name = "world_small.json" if small else "world_default.json"
-        text = resources.files("rate.tinyrlhf").joinpath(name).read_text()
-        where = f"<packaged {name}>"
+        name = name or ("small" if small else "default")
+        if name not in PACKAGED_WORLDS:
+            raise ConfigError(unknown_name_message("packaged world config", name, PACKAGED_WORLDS))
+        filename = PACKAGED_WORLDS[name]
+        text = resources.files("rate.tinyrlhf").joinpath(filename).read_text()
+        where = f"<packaged {filename}>"
     else:
         where = str(path)
         try:

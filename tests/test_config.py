@@ -119,3 +119,34 @@ def test_apply_override_builds_sections():
 def test_named_input_file_must_exist(tmp_path):
     with pytest.raises(ConfigError, match="no such file .*missing.jsonl"):
         resolve_input(tmp_path, "missing.jsonl", "x", ".jsonl", smoke=False)
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "effects.dataset_name=../../escaped",
+        "effects.concept=x/../../../../y",
+        "effects.score=/abs/path",
+        "scoring.dataset_name=/abs/path",
+        "scoring.dataset_name=..",
+        "effects.dataset_folder=../outside",
+        "effects.dataset_folder=/abs",
+    ],
+)
+def test_names_that_become_path_parts_must_be_plain_names(override):
+    """main wrote outside PROJECT_DIR with these (item 5); template names were checked."""
+    key = override.split("=")[0]
+    with pytest.raises(ConfigError, match=rf"key '{key}' is .*(no '/', no '\.\.'|without '\.\.')"):
+        load_config(DEFAULT, [override])
+
+
+def test_plain_names_and_sub_folders_are_accepted():
+    config = load_config(
+        DEFAULT,
+        [
+            "effects.dataset_name=imdb_v2.1",
+            "effects.dataset_folder=runs/a",
+            "scoring.dataset_name=",
+        ],
+    )
+    assert config.effects.dataset_name == "imdb_v2.1"

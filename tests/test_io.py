@@ -1,3 +1,4 @@
+import errno
 import grp
 import json
 import os
@@ -5,13 +6,14 @@ import stat
 
 import pytest
 
-from rate.errors import DataFileError, RateError
+from rate.errors import DataFileError, RateError, WriteError
 from rate.io import (
     apply_group_permissions,
     atomic_directory,
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
+    ensure_dir,
     read_json,
     read_jsonl,
     write_jsonl,
@@ -189,3 +191,43 @@ def test_atomic_write_json_is_valid_json(tmp_path):
     atomic_write_json(tmp_path / "o.json", obj, indent=None)
     assert json.loads((tmp_path / "o.json").read_text()) == obj
     assert (tmp_path / "o.json").read_text().endswith("}\n")
+
+
+def _other_group() -> grp.struct_group:
+    """A group other than our primary one that we may give files to (root: any)."""
+    ours = os.getgid()
+    gids = [g.gr_gid for g in grp.getgrall()] if os.geteuid() == 0 else os.getgroups()
+    for gid in gids:
+        if gid != ours:
+            return grp.getgrgid(gid)
+    pytest.skip("no second group to give files to (run as root, or be in two groups)")
+
+
+def test_folders_made_for_an_output_get_the_group_too(tmp_path, monkeypatch, strict_umask):
+    """Under umask 077, folders made by mkdir alone are drwx------ of our group: a colleague
+    in GROUP_NAME could not open effects/ or logs/ (main). Every level made gets the group."""
+    group = _other_group()
+    monkeypatch.setenv("GROUP_NAME", group.gr_name)
+    (tmp_path / "project").mkdir()  # existing folders are left as they are
+    atomic_write_json(tmp_path / "project" / "effects" / "sub" / "e.json", {"a": 1})
+    assert ensure_dir(tmp_path / "project" / "logs") == tmp_path / "project" / "logs"
+    for folder in ("effects", "effects/sub", "logs"):
+        st = (tmp_path / "project" / folder).stat()
+        assert (st.st_gid, stat.S_IMODE(st.st_mode)) == (group.gr_gid, 0o750), folder
+    st = (tmp_path / "project" / "effects" / "sub" / "e.json").stat()
+    assert (st.st_gid, stat.S_IMODE(st.st_mode)) == (group.gr_gid, 0o640)
+    assert stat.S_IMODE((tmp_path / "project").stat().st_mode) == 0o700
+
+
+def test_a_full_disk_is_one_message_naming_the_file(tmp_path, monkeypatch):
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    atomic_write_text(tmp_path / "f.txt", "old")
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(WriteError) as info:
+        atomic_write_text(tmp_path / "f.txt", "new")
+    message = str(info.value)
+    assert message.startswith(f"cannot write {tmp_path / 'f.txt'}: No space left on device;")
+    assert "\n" not in message and "free space" in message
+    assert (tmp_path / "f.txt").read_text() == "old" and _leftovers(tmp_path) == []

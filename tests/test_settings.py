@@ -1,10 +1,23 @@
+import errno
 import logging
 import os
 from pathlib import Path
 
 import pytest
 
-from rate.settings import RedactSecretsFilter, load_env, project_dir, setup_logging
+from rate import settings
+from rate.rewrite.options import OpenAIChatOptions
+from rate.schema import from_dict
+from rate.settings import (
+    LogFileHandler,
+    RedactSecretsFilter,
+    load_env,
+    load_settings,
+    project_dir,
+    redact,
+    redact_record,
+    setup_logging,
+)
 
 FAKE_KEY = "sk-test-1234567890abcdef"
 
@@ -94,3 +107,76 @@ def test_project_dir_default_and_override(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("PROJECT_DIR", "~/d")
     assert project_dir() == Path(tmp_path) / "d"
+
+
+def test_a_variable_a_template_names_is_a_secret_whatever_its_name(monkeypatch):
+    """api_key_env: LLM_CREDENTIALS does not end in _KEY: main echoed its value (item 3)."""
+    monkeypatch.setenv("LLM_CREDENTIALS", "canary-4f9a-credential")
+    from_dict(
+        OpenAIChatOptions, {"model": "m", "api_key_env": "LLM_CREDENTIALS"}, "t.yaml", "rewriter"
+    )
+    assert redact("server said: bad key canary-4f9a-credential") == "server said: bad key ***"
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("Authorization: Bearer abc.def-123", "Authorization: ***"),
+        ('{"authorization": "Basic dXNlcjpwdw=="}', '{"authorization": "***"}'),
+        ("sent bearer sk-live-XYZ to the host", "sent bearer *** to the host"),
+        ("http://user:pw@host:8000/v1 failed", "http://***@host:8000/v1 failed"),
+        ("see https://host/path?x=a@b", "see https://host/path?x=a@b"),
+    ],
+)
+def test_credentials_in_headers_and_urls_are_redacted(text, want):
+    assert redact(text) == want
+
+
+def test_redact_record_reaches_every_string():
+    record = {"a": ["http://u:p@h/v1", {"b": "Bearer tok-123"}], "n": 3, "t": True}
+    assert redact_record(record) == {
+        "a": ["http://***@h/v1", {"b": "Bearer ***"}],
+        "n": 3,
+        "t": True,
+    }
+
+
+def test_settings_come_from_the_checkout_then_the_current_folder(tmp_path, monkeypatch):
+    """The README says .env at the checkout; main read the current folder's only."""
+    checkout, here = tmp_path / "checkout", tmp_path / "here"
+    for d in (checkout, here):
+        d.mkdir()
+    (checkout / "pyproject.toml").write_text("")
+    (checkout / ".env").write_text("RATE_T_A=checkout\nRATE_T_B=checkout\nRATE_T_C=checkout\n")
+    (here / ".env").write_text("RATE_T_B=here\n")
+    monkeypatch.setattr(settings, "_CHECKOUT", checkout)
+    monkeypatch.chdir(here)
+    monkeypatch.setenv("RATE_T_C", "shell")
+    for name in ("RATE_T_A", "RATE_T_B"):
+        monkeypatch.delenv(name, raising=False)
+    try:
+        assert load_settings() == [checkout / ".env", here / ".env"]
+        assert [os.environ[f"RATE_T_{x}"] for x in "ABC"] == ["checkout", "here", "shell"]
+    finally:
+        for name in ("RATE_T_A", "RATE_T_B"):
+            os.environ.pop(name, None)
+
+
+def test_a_log_file_that_cannot_be_written_says_so_once(tmp_path, capsys, restore_root_logger):
+    setup_logging("INFO", log_file=tmp_path / "run.log")
+    handler = next(h for h in logging.getLogger().handlers if isinstance(h, LogFileHandler))
+
+    class Full:
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def flush(self):
+            pass
+
+    handler.stream = Full()
+    for i in range(5):
+        logging.getLogger("rate.test").info("line %d", i)
+    err = capsys.readouterr().err
+    assert "--- Logging error ---" not in err and "Traceback" not in err
+    assert err.count("rate: warning: cannot write the log file") == 1
+    assert "No space left on device" in err and "line 4" in err

@@ -1,4 +1,4 @@
-from rate.suggest import closest, unknown_name_message
+from rate.suggest import closest, plural, unknown_name_message
 
 
 def test_closest_finds_near_miss():
@@ -25,4 +25,12 @@ def test_message_without_suggestion_or_location():
 def test_message_with_no_candidates():
     assert (
         unknown_name_message("template", "x", []) == "unknown template 'x'. Valid templates: (none)"
+    )
+
+
+def test_plurals_are_english():
+    """main said 'Valid familys' (RL config family_weights)."""
+    assert unknown_name_message("family", "dun", ["dune"]).endswith("Valid families: dune")
+    assert (
+        plural("key") == "keys" and plural("class") == "classes" and plural("backend") == "backends"
     )

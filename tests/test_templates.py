@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import re
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from rate.catalog import load_dataset_template, validate_all
+from rate.config import load_config
 from rate.errors import TemplateError
+from rate.pipeline import create_dataset
 from rate.score.backends import load_scoring_template
+from rate.store import Layout
 from rate.templates import dataset_template_names, scoring_template_names
+from tests.factories import english_template
 from tests.helpers import run_rate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -132,3 +138,80 @@ def test_broken_scoring_templates(template_dir):
     put(template_dir, "s3", {"backend": "tinyrlhf_rm"}, "scoring_templates")
     with pytest.raises(TemplateError, match="missing required key 'reward_key'"):
         load_scoring_template("s3")
+
+
+def test_a_misspelt_scoring_key_lists_every_key_the_template_may_have(template_dir):
+    """main listed the backend's keys alone ('field, input' for vader)."""
+    put(
+        template_dir,
+        "s4",
+        {"reward_key": "k", "backend": "vader", "modle": "x"},
+        "scoring_templates",
+    )
+    with pytest.raises(TemplateError) as err:
+        load_scoring_template("s4")
+    message = str(err.value)
+    assert "s4.yaml: unknown key 'modle'" in message
+    assert "Valid keys: name, reward_key, backend, description, batch_size, field, input" in message
+    assert "(the vader backend's own keys: field, input, max_chars, truncation)" in message
+
+
+def test_an_unknown_scoring_backend_names_the_key_backend(template_dir):
+    put(template_dir, "s5", {"reward_key": "k", "backend": "vaderr"}, "scoring_templates")
+    with pytest.raises(
+        TemplateError,
+        match=r"s5\.yaml: key 'backend': unknown backend 'vaderr'; did you mean 'vader'\?",
+    ):
+        load_scoring_template("s5")
+
+
+def test_a_template_that_shadows_a_shipped_one_is_told_in_the_log(template_dir, caplog):
+    """main let a scoring_templates/vader.yaml of the working folder win silently."""
+    put(template_dir, "vader", {"reward_key": "mine", "backend": "vader"}, "scoring_templates")
+    assert load_scoring_template("vader").reward_key == "mine"
+    shipped = ROOT / "scoring_templates" / "vader.yaml"
+    assert f"{template_dir / 'scoring_templates' / 'vader.yaml'} shadows {shipped}" in caplog.text
+
+
+def _python_rule_template(root: Path, function: str) -> None:
+    english_template(root, "hooked", w_classifier={"rule": "python", "function": function})
+
+
+def test_a_python_hook_that_cannot_be_imported_fails_validation(template_dir, monkeypatch):
+    """main's `rate validate` passed a hook naming a module that does not exist."""
+    monkeypatch.syspath_prepend(str(template_dir))
+    (template_dir / "hooks_ok.py").write_text("def w(example):\n    return True\n")
+    for function, message in (
+        ("no_such_module_xyz:w", "no module 'no_such_module_xyz' on the Python path"),
+        ("hooks_ok:missing", "defines no function 'missing' at its top level"),
+        ("hooks_ok", "write 'module:function'"),
+    ):
+        _python_rule_template(template_dir, function)
+        with pytest.raises(TemplateError, match=message):
+            load_dataset_template("hooked")
+        assert {n: e for _, n, e in validate_all()}["hooked"] is not None
+    _python_rule_template(template_dir, "hooks_ok:w")
+    assert load_dataset_template("hooked").part("w_classifier").function == "hooks_ok:w"
+    assert "hooks_ok" not in sys.modules  # validating read the module; it did not run it
+
+
+def test_a_python_hook_that_raises_is_one_line_naming_the_example_and_the_line(
+    template_dir, monkeypatch, tmp_path
+):
+    """main let the hook's ZeroDivisionError through: a raw traceback."""
+    monkeypatch.syspath_prepend(str(template_dir))
+    (template_dir / "hooks_bad.py").write_text("def w(example):\n    return 1 / 0\n")
+    _python_rule_template(template_dir, "hooks_bad:w")
+    monkeypatch.setenv("PROJECT_DIR", str(tmp_path / "p"))
+    config = load_config(ROOT / "experiments" / "smoke.yaml", ["rewrites.dataset_name=hooked"])
+    with pytest.raises(TemplateError) as err:
+        create_dataset(config, Layout(tmp_path / "p"))
+    message = str(err.value)
+    assert "\n" not in message
+    assert (
+        "hooked.yaml" in message
+        and "'hooks_bad:w' raised ZeroDivisionError: division by zero" in message
+    )
+    assert re.search(
+        rf"on example r\d+ \(at {re.escape(str(template_dir))}/hooks_bad\.py:2\)", message
+    )

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import sys
+import traceback
 
 # The command modules only build parsers; each imports what its commands run when they run,
 # so that `rate --help` stays fast.
@@ -12,7 +14,8 @@ from rate import __version__, pipeline_cli
 from rate.audit import cli as audit_cli
 from rate.demos import cli as demo_cli
 from rate.errors import RateError
-from rate.settings import load_env, setup_logging
+from rate.io import write_error
+from rate.settings import load_settings, log_to_files, redact, setup_logging
 from rate.slurm import cli as slurm_cli
 from rate.studies import cli as study_cli
 from rate.tinyrlhf import cli as tiny_cli
@@ -35,8 +38,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _fail(text: str, details: str = "") -> None:
+    """Say ``text`` on stderr and at the end of the run's log file (with ``details``, a
+    traceback, in the log file only), secrets redacted."""
+    print(redact(text), file=sys.stderr)
+    log_to_files(text + (f"\n{details}" if details else ""))
+
+
 def main(argv: list[str] | None = None) -> int:
-    load_env()
+    load_settings()
     parser = build_parser()
     args = parser.parse_args(argv)
     setup_logging("DEBUG" if args.verbose else "INFO")
@@ -44,11 +54,26 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except RateError as err:
         # User-facing errors: the message says what is wrong and what to do; no traceback.
-        print(f"rate: error: {err}", file=sys.stderr)
+        _fail(f"rate: error: {err}")
+        return 2
+    except OSError as err:
+        # A write or read the code did not expect to fail (a full disk, a lost mount).
+        verb = "write" if err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS) else "use"
+        message = write_error(err.filename or "a file", err, verb)
+        _fail(f"rate: error: {message}", traceback.format_exc())
         return 2
     except KeyboardInterrupt:
-        print("rate: interrupted", file=sys.stderr)
+        _fail("rate: interrupted")
         return 130
+    except Exception:
+        # A bug: the traceback, redacted, on stderr and in the log, and a line to report.
+        details = traceback.format_exc()
+        print(redact(details), file=sys.stderr, end="")
+        _fail(
+            "rate: error: an unexpected error (a bug in rate; please report it with the log)",
+            details,
+        )
+        return 1
 
 
 if __name__ == "__main__":

@@ -18,10 +18,20 @@ import yaml
 from rate.errors import ConfigError
 from rate.schema import from_dict, opt, parse_assignment, to_dict
 from rate.settings import project_dir
+from rate.store import is_name_part
 from rate.suggest import unknown_name_message
 from rate.templates import dataset_template_names, scoring_template_names
 
 DEFAULT_CONFIG = Path("experiments") / "config.yaml"
+
+
+def check_name(where: str, key: str, value: str) -> None:
+    """A name that becomes part of an output path must be one plain name: never a path."""
+    if not is_name_part(value):
+        raise ConfigError(
+            f"{where}: key '{key}' is {value!r}; it names output files, so use letters, digits "
+            "and '_', '.', '-' (no '/', no '..', not starting with '.')"
+        )
 
 
 @dataclass
@@ -86,6 +96,8 @@ class ScoringConfig:
     )
 
     def validate(self, where: str) -> None:
+        if self.dataset_name:
+            check_name(where, "scoring.dataset_name", self.dataset_name)
         if self.chunk_size < 1:
             raise ConfigError(f"{where}: scoring.chunk_size must be >= 1")
         if self.dataset_folder not in ("rewrites", "scored"):
@@ -125,6 +137,15 @@ class EffectsConfig:
     )
 
     def validate(self, where: str) -> None:
+        for key in ("dataset_name", "concept", "score"):
+            check_name(where, f"effects.{key}", getattr(self, key))
+        if self.dataset_folder is not None:
+            parts = Path(self.dataset_folder).parts
+            if not parts or not all(is_name_part(part) for part in parts):
+                raise ConfigError(
+                    f"{where}: key 'effects.dataset_folder' is {self.dataset_folder!r}; name a "
+                    "sub-folder of data/scored (a relative path without '..'), or null"
+                )
         if self.n_bootstrap < 0:
             raise ConfigError(f"{where}: effects.n_bootstrap must be >= 0")
         if not 0 < self.level < 1:

@@ -19,3 +19,12 @@ class TemplateError(RateError):
 
 class SlurmError(RateError):
     """A SLURM submission or job went wrong: no sbatch, an unknown partition, a failed job."""
+
+
+class WriteError(RateError):
+    """A file could not be written (a full disk, a quota, permissions); nothing half-written
+    is left for a later stage to take."""
+
+
+class BusyError(RateError):
+    """Another process is doing the same work on the same input (it holds the lock)."""

@@ -8,6 +8,7 @@ the old file or the complete new one, never half a file.
 from __future__ import annotations
 
 import contextlib
+import errno
 import grp
 import json
 import math
@@ -21,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from rate.errors import DataFileError, RateError
+from rate.errors import DataFileError, RateError, WriteError
 
 PathLike = str | os.PathLike[str]
 
@@ -83,7 +84,7 @@ def apply_group_permissions(path: PathLike) -> None:
         os.chmod(p, mode)
 
 
-def _apply_group_permissions_tree(root: Path) -> None:
+def apply_group_permissions_tree(root: Path) -> None:
     """Apply `apply_group_permissions` to `root` and everything below it."""
     if not os.environ.get("GROUP_NAME", "").strip():
         return
@@ -95,7 +96,49 @@ def _apply_group_permissions_tree(root: Path) -> None:
                 apply_group_permissions(child)
 
 
-def _fsync_dir(directory: Path) -> None:
+def ensure_dir(path: PathLike) -> Path:
+    """Make the folder ``path`` and any missing parents; the ones made here get GROUP_NAME's
+    group and group read and exec, as files do (folders made by ``mkdir`` alone keep the
+    umask's 0700, and a group member could not open them)."""
+    p = Path(path)
+    missing = []
+    for level in (p, *p.parents):
+        if level.is_dir():
+            break
+        missing.append(level)
+    for level in reversed(missing):
+        try:
+            level.mkdir()
+        except FileExistsError:
+            if not level.is_dir():
+                raise write_error(level, OSError(errno.ENOTDIR, "a file is in the way")) from None
+            continue  # made by a concurrent run
+        except OSError as err:
+            raise write_error(level, err) from None
+        apply_group_permissions(level)
+    return p
+
+
+_WRITE_HINTS = {
+    errno.ENOSPC: "the disk is full: free space there (or point PROJECT_DIR elsewhere) and rerun",
+    errno.EDQUOT: "the disk quota is used up: free space there (or point PROJECT_DIR "
+    "elsewhere) and rerun",
+    errno.EACCES: "check the folder's permissions (and PROJECT_DIR, GROUP_NAME in .env)",
+    errno.EPERM: "check the folder's permissions (and PROJECT_DIR, GROUP_NAME in .env)",
+    errno.EROFS: "the file system is read-only: point PROJECT_DIR at a writable folder",
+}
+
+
+def write_error(path: PathLike, err: OSError, verb: str = "write") -> WriteError:
+    """One line for a failed write: the file, what the system said, what to do."""
+    hint = _WRITE_HINTS.get(err.errno, "check the folder and rerun")
+    return WriteError(
+        f"cannot {verb} {path}: {err.strerror or err}; {hint}. Nothing half-written was left "
+        "for a later stage to take"
+    )
+
+
+def fsync_dir(directory: Path) -> None:
     """Flush a folder's entry list so a rename in it survives a crash (best effort)."""
     with contextlib.suppress(OSError):
         fd = os.open(directory, os.O_RDONLY)
@@ -128,11 +171,15 @@ def json_safe(obj: Any) -> Any:
     return obj
 
 
-def _atomic_write(path: PathLike, write: Callable[[IO[bytes]], None]) -> Path:
-    """Write through `write(file)` into a temp sibling of `path`, fsync, rename over `path`."""
-    dest = Path(path)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
+def write_temp(folder: PathLike, name: str, write: Callable[[IO[bytes]], None]) -> Path:
+    """Write through `write(file)` into a new hidden temporary file in `folder` (named after
+    `name`), fsynced, with the mode and group a finished file gets; -> its path. On any
+    failure the temporary file is removed, and an OSError becomes one :class:`WriteError`."""
+    directory = ensure_dir(folder)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
+    except OSError as err:
+        raise write_error(directory / name, err) from None
     try:
         # mkstemp makes the file 0600; give it the mode a plain open() would have.
         os.fchmod(fd, 0o666 & ~_umask())
@@ -140,15 +187,62 @@ def _atomic_write(path: PathLike, write: Callable[[IO[bytes]], None]) -> Path:
             write(f)
             f.flush()
             os.fsync(f.fileno())
-        # Before the rename, so a bad GROUP_NAME leaves the destination untouched.
+        # Before any rename, so a bad GROUP_NAME leaves the destination untouched.
         apply_group_permissions(tmp)
-        os.replace(tmp, dest)
-    except BaseException:  # KeyboardInterrupt too: never leave a half-written temp file
+    except BaseException as err:  # KeyboardInterrupt too: never leave a half-written temp file
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(err, OSError):
+            raise write_error(directory / name, err) from None
         raise
-    _fsync_dir(dest.parent)
+    return Path(tmp)
+
+
+def _atomic_write(path: PathLike, write: Callable[[IO[bytes]], None]) -> Path:
+    """Write through `write(file)` into a temp sibling of `path`, fsync, rename over `path`."""
+    dest = Path(path)
+    tmp = write_temp(dest.parent, dest.name, write)
+    try:
+        os.replace(tmp, dest)
+    except BaseException as err:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        if isinstance(err, OSError):
+            raise write_error(dest, err) from None
+        raise
+    fsync_dir(dest.parent)
     return dest
+
+
+# Where a file system has no hard links, a name is claimed by creating it (O_EXCL) and the
+# finished file is renamed over the claim.
+_NO_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS}
+
+
+def link_new(src: PathLike, dest: PathLike) -> bool:
+    """Give the finished file `src` the name `dest` if no file has it (atomic, never
+    replacing one); -> False if `dest` exists. `src` may be gone afterwards."""
+    try:
+        os.link(src, dest)
+        return True
+    except FileExistsError:
+        return False
+    except OSError as err:
+        if err.errno not in _NO_LINKS:
+            raise write_error(dest, err) from None
+    try:
+        os.close(os.open(dest, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return False
+    except OSError as err:
+        raise write_error(dest, err) from None
+    try:
+        os.replace(src, dest)  # over our own claim
+    except OSError as err:
+        with contextlib.suppress(OSError):
+            os.unlink(dest)
+        raise write_error(dest, err) from None
+    return True
 
 
 def atomic_write_bytes(path: PathLike, data: bytes) -> None:
@@ -161,24 +255,34 @@ def atomic_write_text(path: PathLike, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def json_writer(obj: Any, indent: int | None = 2) -> Callable[[IO[bytes]], None]:
+    """A writer (for :func:`write_temp` and the publishers) of `obj` as JSON: keys in their
+    given order, newline-terminated."""
+    text = json.dumps(obj, indent=indent, sort_keys=False, ensure_ascii=False) + "\n"
+    data = text.encode("utf-8")
+    return lambda f: f.write(data)
+
+
+def jsonl_writer(rows: Iterable[dict[str, Any]]) -> Callable[[IO[bytes]], None]:
+    """A writer of `rows`, one JSON object per line."""
+
+    def write(f: IO[bytes]) -> None:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False).encode("utf-8") + b"\n")
+
+    return write
+
+
 def atomic_write_json(path: PathLike, obj: Any, indent: int | None = 2) -> None:
     """Write `obj` as JSON to `path` atomically, keys in their given order, newline-terminated."""
-    text = json.dumps(obj, indent=indent, sort_keys=False, ensure_ascii=False) + "\n"
-    atomic_write_text(path, text)
+    _atomic_write(path, json_writer(obj, indent))
 
 
 def write_jsonl(path: PathLike, rows: Iterable[dict[str, Any]]) -> int:
     """Write `rows` to `path` atomically, one JSON object per line; return the row count."""
-    count = 0
-
-    def write(f: IO[bytes]) -> None:
-        nonlocal count
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False).encode("utf-8") + b"\n")
-            count += 1
-
-    _atomic_write(path, write)
-    return count
+    rows = list(rows)
+    _atomic_write(path, jsonl_writer(rows))
+    return len(rows)
 
 
 @contextlib.contextmanager
@@ -191,12 +295,12 @@ def atomic_directory(final_dir: PathLike, overwrite: bool = False) -> Iterator[P
     final = Path(final_dir)
     if final.exists() and not overwrite:
         raise RateError(f"{final} already exists; remove it or choose another output folder")
-    final.parent.mkdir(parents=True, exist_ok=True)
+    ensure_dir(final.parent)
     tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.", suffix=".tmp"))
     try:
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it 0700
         yield tmp
-        _apply_group_permissions_tree(tmp)
+        apply_group_permissions_tree(tmp)
         if final.exists():
             if not overwrite:  # created by someone else while we were filling tmp
                 raise RateError(
@@ -219,7 +323,7 @@ def atomic_directory(final_dir: PathLike, overwrite: bool = False) -> Iterator[P
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    _fsync_dir(final.parent)
+    fsync_dir(final.parent)
 
 
 # ---------------------------------------------------------------------------------------------

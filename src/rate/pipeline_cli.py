@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rate.config import DEFAULT_CONFIG, Config, add_config_args, load_config
 from rate.settings import setup_logging
-from rate.store import Layout, timestamp
+from rate.store import Layout, new_log_path
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _start(args: argparse.Namespace, stage: str) -> tuple[Config, Layout]:
     config = load_config(args.config, args.overrides)
     layout = Layout.from_env()
-    suffix = "_smoke_test" if config.smoke_test else ""
-    log_file = layout.logs / f"{stage}_{timestamp()}{suffix}.log"
+    log_file = new_log_path(layout.logs, stage, config.smoke_test)
     setup_logging("DEBUG" if getattr(args, "verbose", False) else "INFO", log_file)
     log.info("%s with %s; PROJECT_DIR=%s; log %s", stage, args.config, layout.root, log_file)
     return config, layout

@@ -14,11 +14,12 @@ reference's JSONL files, which carry none). Every field name of the format lives
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import pyarrow as pa
@@ -26,7 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from rate.errors import DataFileError
-from rate.io import atomic_write_json, read_json, read_jsonl, write_jsonl
+from rate.io import json_writer, jsonl_writer, read_json, read_jsonl, write_temp
 
 ORIGINAL, REWRITE, REWRITTEN = "original", "rewrite", "rewritten rewrite"
 PERFECT = "perfect rewrite"  # the true counterfactual, where a rewriter knows it (tiny world)
@@ -53,14 +54,26 @@ def rewritten_example(
     return {W: w, TEXTS: completions, PROMPT: prompt, KEY: key, METADATA: metadata, CHECKS: checks}
 
 
+def rewritten_writer(examples: list[dict[str, Any]]) -> Callable[[IO[bytes]], None]:
+    """A rewritten dataset's writer: ``{index: example}`` in the given order, indices 0, 1, ..."""
+    return json_writer({str(i): ex for i, ex in enumerate(examples)})
+
+
+def scored_writer(rows: Iterable[dict[str, Any]]) -> Callable[[IO[bytes]], None]:
+    """A scored dataset's writer, one row per line."""
+    return jsonl_writer(rows)
+
+
 def write_rewritten(path: Path, examples: list[dict[str, Any]]) -> None:
-    """A rewritten dataset: ``{index: example}`` in the given order, indices 0, 1, ..."""
-    atomic_write_json(path, {str(i): ex for i, ex in enumerate(examples)})
+    """A rewritten dataset at ``path`` (replaced atomically)."""
+    write_temp(path.parent, path.name, rewritten_writer(examples)).replace(path)
 
 
 def write_scored_rows(path: Path, rows: Iterable[dict[str, Any]]) -> int:
-    """A scored dataset, one row per line; -> the number of rows."""
-    return write_jsonl(path, rows)
+    """A scored dataset at ``path`` (replaced atomically); -> the number of rows."""
+    rows = list(rows)
+    write_temp(path.parent, path.name, scored_writer(rows)).replace(path)
+    return len(rows)
 
 
 def with_scores(row: dict[str, Any], reward_key: str, scores: dict[str, float]) -> dict[str, Any]:
@@ -77,7 +90,14 @@ def read_examples(path: Path) -> list[dict[str, Any]]:
     if path.suffix == ".jsonl":
         rows = read_jsonl(path)
         for i, row in enumerate(rows):
-            row.setdefault(INDEX, str(i))
+            index = row.setdefault(INDEX, str(i))
+            if type(index) is int:  # a number written by another tool: the same index
+                row[INDEX] = str(index)
+            elif type(index) is not str:
+                raise DataFileError(
+                    f"{path}: example {i}: 'index' must be a string or an integer, got "
+                    f"{text_preview(json.dumps(index), 40)}; fix it or remove the field"
+                )
     elif path.suffix == ".json":
         data = read_json(path)
         if not isinstance(data, dict):
@@ -132,9 +152,24 @@ def completions_of(rows: list[dict]) -> tuple[list[str], list[str], list[tuple[i
     return prompts, texts, slots
 
 
-def count_completions(rows: list[dict]) -> int:
-    """How many completions the rows hold (text or not)."""
-    return sum(len(row[TEXTS]) for row in rows)
+def missing_completions(rows: list[dict]) -> list[tuple[str, str]]:
+    """(example index, completion name) of every completion that is not text: one of
+    :data:`COMPLETIONS` that is absent, or any completion whose value is not a string."""
+    out = []
+    for row in rows:
+        texts = row[TEXTS]
+        for name in dict.fromkeys([*COMPLETIONS, *texts]):
+            if not isinstance(texts.get(name), str):
+                out.append((row[INDEX], name))
+    return out
+
+
+def text_preview(text: str, limit: int = 60) -> str:
+    """``text`` quoted, cut to ``limit`` characters with its length told, for messages (a
+    data file's text may be a megabyte)."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text):,} characters)"
 
 
 def count_texts(rows: list[dict]) -> int:
@@ -147,26 +182,39 @@ def w_values(rows: list[dict]) -> np.ndarray:
     return np.fromiter((r[W] for r in rows), dtype=bool, count=len(rows))
 
 
-def score_table(rows: list[dict], reward_key: str) -> tuple[np.ndarray, np.ndarray]:
+def _is_number(v: Any) -> bool:
+    return type(v) is float or type(v) is int
+
+
+def score_table(rows: list[dict], reward_key: str) -> tuple[np.ndarray, np.ndarray, list]:
     """The scores of :data:`COMPLETIONS` under ``reward_key`` as an (n, 3) table, NaN where one
-    is missing or not a number, and a mask of those rows (non-finite scores in the file are
-    NaN in the table but not in the mask)."""
+    is missing or not a number, a mask of those rows (non-finite scores in the file are NaN in
+    the table but not in the mask), and per row the first (completion, JSON type) of a score
+    that is there but not a number (a string, true/false, a list ...), else None."""
     missing = np.zeros(len(rows), dtype=bool)
     table = np.empty((len(rows), len(COMPLETIONS)))
+    wrong: list[tuple[str, str] | None] = [None] * len(rows)
     for i, row in enumerate(rows):
         s = row.get(reward_key)
-        try:
-            vals = (s[ORIGINAL], s[REWRITE], s[REWRITTEN])
-        except (TypeError, KeyError):
+        if not isinstance(s, dict) or not all(name in s for name in COMPLETIONS):
             missing[i] = True
             table[i] = np.nan
             continue
-        if not all(type(v) is float or (type(v) is int) for v in vals):
+        vals = [s[name] for name in COMPLETIONS]
+        if not all(_is_number(v) for v in vals):
             missing[i] = True
             table[i] = np.nan
+            # A null is a missing score (as the columnar reader sees it); others are wrong.
+            for name, v in zip(COMPLETIONS, vals, strict=True):
+                if v is not None and not _is_number(v):
+                    wrong[i] = (name, _JSON_TYPES.get(type(v), type(v).__name__))
+                    break
             continue
         table[i] = vals
-    return table, missing
+    return table, missing, wrong
+
+
+_JSON_TYPES = {str: "a string", bool: "true/false", list: "a list", dict: "an object"}
 
 
 def scores_of(rows: list[dict], reward_key: str, w: bool, completion: str) -> np.ndarray:
@@ -215,6 +263,9 @@ class ScoreColumns:
     reward_keys: list[str]  # every reward key present (for messages)
     checks: list[dict | None] | None = None  # each row's rewrite checks, if asked for
     groups: list[Any] | None = None  # each row's value of the group_by field, if asked for
+    # Per row, (completion, JSON type) of a score that is there but not a number, else None
+    # (None for the whole file: no such score).
+    wrong_type: list[tuple[str, str] | None] | None = None
 
     def __len__(self) -> int:
         return len(self.index)
@@ -232,6 +283,7 @@ class ScoreColumns:
             has_perfect=self.has_perfect[idx],
             checks=None if self.checks is None else [self.checks[i] for i in pick],
             groups=None if self.groups is None else [self.groups[i] for i in pick],
+            wrong_type=None if self.wrong_type is None else [self.wrong_type[i] for i in pick],
         )
 
 
@@ -239,7 +291,7 @@ def columns_from_rows(
     rows: list[dict], reward_key: str, group_by: str | None = None, with_checks: bool = False
 ) -> ScoreColumns:
     """The columns of rows read by :func:`read_examples`."""
-    table, missing = score_table(rows, reward_key)
+    table, missing, wrong = score_table(rows, reward_key)
     perfect = np.full(len(rows), np.nan)
     has_perfect = np.zeros(len(rows), dtype=bool)
     for i, r in enumerate(rows):
@@ -257,6 +309,7 @@ def columns_from_rows(
         reward_keys=reward_keys(rows),
         checks=[check_labels(r) for r in rows] if with_checks else None,
         groups=[group_value(r, group_by) for r in rows] if group_by else None,
+        wrong_type=wrong if any(w is not None for w in wrong) else None,
     )
 
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from pathlib import Path
+from typing import Any
 
-from dotenv import load_dotenv
+from dotenv import dotenv_values, load_dotenv
 
-from rate.io import apply_group_permissions
+from rate.io import apply_group_permissions, ensure_dir
 
 logger = logging.getLogger(__name__)
 
@@ -19,19 +21,48 @@ SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET")
 # Values shorter than this are not treated as secrets: replacing "1" or "on" everywhere would
 # garble the logs, and no real key is that short.
 _MIN_SECRET_LEN = 4
+# The checkout this package runs from (an editable install), whose .env is read too.
+_CHECKOUT = Path(__file__).resolve().parents[2]
+# Variables that a template names as holding a key (api_key_env), whatever they are called.
+_named_secrets: set[str] = set()
+# A credential in a header (Authorization: ..., Bearer ...) or in a URL (scheme://user:pw@).
+_AUTH_HEADER = re.compile(r"(?i)(\bauthorization\b[\"']?\s*[:=]\s*[\"']?)[^\"'\r\n,}]+")
+_BEARER = re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=\-]+")
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s@\"']+@")
 
 
-def load_env(repo_root: Path | str | None = None) -> Path | None:
-    """Load `<repo_root or cwd>/.env` into os.environ if it exists; return its path or None.
+def checkout_root() -> Path | None:
+    """The source checkout rate runs from (editable install), or None (a wheel install)."""
+    return _CHECKOUT if (_CHECKOUT / "pyproject.toml").is_file() else None
+
+
+def load_env(folder: Path | str | None = None) -> Path | None:
+    """Load `<folder>/.env` into os.environ if it exists; return its path or None.
 
     Variables already set in the environment win over .env. Values are never logged.
     """
-    path = Path(repo_root if repo_root is not None else Path.cwd()) / ".env"
+    path = Path(folder if folder is not None else Path.cwd()) / ".env"
     if not path.is_file():
         return None
     load_dotenv(path, override=False)
     logger.debug("loaded settings from %s", path)
     return path
+
+
+def load_settings() -> list[Path]:
+    """Read the checkout's .env, then the current folder's; -> the files read.
+
+    The environment wins over both, and the current folder's .env over the checkout's, so
+    `rate` finds the same settings from the checkout as `make` does, and a project folder can
+    keep its own."""
+    files = [d / ".env" for d in dict.fromkeys(filter(None, (checkout_root(), Path.cwd())))]
+    files = [f for f in files if f.is_file()]
+    merged: dict[str, str] = {}
+    for path in files:
+        merged.update({k: v for k, v in dotenv_values(path).items() if v is not None})
+    for name, value in merged.items():
+        os.environ.setdefault(name, value)
+    return files
 
 
 def project_dir() -> Path:
@@ -42,12 +73,20 @@ def project_dir() -> Path:
     return Path(os.path.expandvars(value)).expanduser().absolute()
 
 
+def register_secret_names(*names: str) -> None:
+    """Treat these environment variables as secrets wherever text is redacted (a template's
+    ``api_key_env`` may name any variable, not only one ending in _KEY)."""
+    _named_secrets.update(n for n in names if n)
+
+
 def _secret_values() -> list[str]:
-    """Return the current values of secret-looking environment variables, longest first."""
+    """Return the current values of secret environment variables, longest first."""
     values = {
         value
         for name, value in os.environ.items()
-        if (name in SECRET_NAMES or name.upper().endswith(SECRET_SUFFIXES))
+        if (
+            name in SECRET_NAMES or name in _named_secrets or name.upper().endswith(SECRET_SUFFIXES)
+        )
         and len(value) >= _MIN_SECRET_LEN
     }
     # Longest first, so a secret that contains another is replaced whole.
@@ -55,17 +94,32 @@ def _secret_values() -> list[str]:
 
 
 def redact(text: str) -> str:
-    """Replace every secret environment value found in `text` with ***."""
+    """Replace every secret in `text` with ***: the values of secret environment variables,
+    what follows ``Authorization:`` or ``Bearer``, and the user:password part of a URL."""
     for value in _secret_values():
         text = text.replace(value, "***")
-    return text
+    text = _AUTH_HEADER.sub(r"\1***", text)
+    text = _BEARER.sub(r"\1***", text)
+    return _URL_USERINFO.sub(r"\1***@", text)
+
+
+def redact_record(obj: Any) -> Any:
+    """A record (dicts, lists, strings ...) with every string redacted, for metadata files."""
+    if isinstance(obj, str):
+        return redact(obj)
+    if isinstance(obj, dict):
+        return {k: redact_record(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [redact_record(v) for v in obj]
+    return obj
 
 
 class RedactSecretsFilter(logging.Filter):
-    """Logging filter that replaces secret environment values in a record with ***.
+    """Logging filter that replaces secrets in a record with *** (:func:`redact`).
 
-    Secrets are OPENAI_API_KEY and every variable whose name ends in _KEY, _TOKEN or _SECRET,
-    read at the time of each record, so a key loaded after logging was set up is covered too.
+    Secrets are OPENAI_API_KEY, every variable whose name ends in _KEY, _TOKEN or _SECRET,
+    every variable a template names in api_key_env, read at the time of each record (a key
+    loaded after logging was set up is covered too), and credentials in headers and URLs.
     Attach it to handlers: a logger's own filters do not see records from its child loggers.
     """
 
@@ -89,6 +143,49 @@ class RedactSecretsFilter(logging.Filter):
 secret_redactor = RedactSecretsFilter()
 
 
+class LogFileHandler(logging.FileHandler):
+    """A run's log file that, when it cannot be written (a full disk), says so once on
+    stderr and goes quiet, instead of a '--- Logging error ---' traceback per record."""
+
+    broken = False
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
+        if self.broken:
+            return
+        self.broken = True
+        err = sys.exc_info()[1]
+        why = getattr(err, "strerror", None) or err
+        print(
+            f"rate: warning: cannot write the log file {self.baseFilename} ({why}); the rest "
+            "of this run logs to stderr only",
+            file=sys.stderr,
+        )
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self.broken:
+            super().emit(record)
+
+    def write_line(self, text: str) -> None:
+        """Write ``text`` (redacted) to the log file as it is, without the log format."""
+        if self.broken:
+            return
+        try:
+            if self.stream is None:
+                self.stream = self._open()
+            self.stream.write(redact(text).rstrip("\n") + "\n")
+            self.flush()
+        except OSError:
+            self.handleError(logging.makeLogRecord({}))
+
+
+def log_to_files(text: str) -> None:
+    """Append ``text`` to the log files set up by :func:`setup_logging` (not to stderr): a
+    failed run's log ends with its error, so it does not look like a run in progress."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, LogFileHandler):
+            handler.write_line(text)
+
+
 def setup_logging(level: str | int = "INFO", log_file: Path | None = None) -> None:
     """Configure the root logger: stderr (and `log_file` if given), secrets redacted.
 
@@ -103,8 +200,8 @@ def setup_logging(level: str | int = "INFO", log_file: Path | None = None) -> No
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_file is not None:
         log_file = Path(log_file)
-        log_file.parent.mkdir(parents=True, exist_ok=True)
-        handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
+        ensure_dir(log_file.parent)
+        handlers.append(LogFileHandler(log_file, encoding="utf-8"))
         apply_group_permissions(log_file)
 
     formatter = logging.Formatter(LOG_FORMAT)

@@ -12,6 +12,15 @@ def closest(name: str, candidates: Iterable[str]) -> str | None:
     return matches[0] if matches else None
 
 
+def plural(noun: str) -> str:
+    """``key`` -> ``keys``, ``family`` -> ``families``, ``class`` -> ``classes``."""
+    if noun.endswith("y") and noun[-2:-1] not in tuple("aeiou"):
+        return noun[:-1] + "ies"
+    if noun.endswith(("s", "x", "z", "ch", "sh")):
+        return noun + "es"
+    return noun + "s"
+
+
 def unknown_name_message(
     kind: str, name: str, candidates: Iterable[str], where: str | None = None
 ) -> str:
@@ -26,5 +35,5 @@ def unknown_name_message(
         message = f"{where}: {message}"
     guess = closest(name, valid)
     message += f"; did you mean {guess!r}?" if guess is not None else "."
-    message += f" Valid {kind}s: {', '.join(valid) if valid else '(none)'}"
+    message += f" Valid {plural(kind)}: {', '.join(valid) if valid else '(none)'}"
     return message

@@ -16,6 +16,8 @@ inherited: every template names itself after its file.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import os
 import re
 import string
@@ -29,6 +31,8 @@ from rate.errors import ConfigError, TemplateError
 from rate.registry import Kind, typed_part
 from rate.schema import from_dict
 from rate.suggest import unknown_name_message
+
+log = logging.getLogger(__name__)
 
 DATASET_FOLDER = "dataset_templates"
 SCORING_FOLDER = "scoring_templates"
@@ -44,6 +48,7 @@ PART_KIND_KEYS = {
     "perturb": "kind",
 }
 SCORING_COMMON = ("name", "reward_key", "backend", "description", "batch_size")
+_shadowing_told: set[tuple[Path, Path]] = set()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -62,14 +67,23 @@ def template_roots() -> list[Path]:
 
 
 def template_index(folder: str) -> dict[str, Path]:
-    """name -> file, first root wins."""
+    """name -> file, first root wins (a template of the current folder or RATE_TEMPLATE_PATH
+    shadows a shipped one of the same name, and the log says so)."""
     found: dict[str, Path] = {}
     for root in template_roots():
         d = root / folder
         if not d.is_dir():
             continue
         for p in sorted(d.glob("*.yaml")):
-            found.setdefault(p.stem, p)
+            first = found.setdefault(p.stem, p)
+            if first != p and (first, p) not in _shadowing_told:
+                _shadowing_told.add((first, p))
+                log.warning(
+                    "template %s shadows %s (the first found wins: RATE_TEMPLATE_PATH, then the "
+                    "current folder, then the checkout); rename it to use both",
+                    first,
+                    p,
+                )
     return found
 
 
@@ -133,7 +147,7 @@ def _included_path(path: Path, name: Any, folder: str) -> Path:
             raise TemplateError(f"{where}: no such file {target}")
         return target
     try:
-        return find_template(folder, name, f"template to include from {folder}")
+        return find_template(folder, name, "template")
     except TemplateError as err:
         raise TemplateError(f"{where}: {err}") from None
 
@@ -325,6 +339,15 @@ def parse_scoring_template(path: Path, scorers: dict[str, Kind]) -> ScoringTempl
         raise TemplateError(f"{where}: key 'batch_size' must be >= 1")
     if not t.reward_key.strip():
         raise TemplateError(f"{where}: key 'reward_key' must not be empty")
+    if t.backend in scorers:
+        # A misspelt key is told against every key the template may have, not the backend's.
+        own = [f.name for f in dataclasses.fields(scorers[t.backend].options) if f.init]
+        for key in options:
+            if key not in own:
+                raise TemplateError(
+                    unknown_name_message("key", str(key), [*SCORING_COMMON, *own], where=where)
+                    + f" (the {t.backend} backend's own keys: {', '.join(own) or 'none'})"
+                )
     _, t.spec = typed_part(scorers, {"backend": t.backend, **options}, "backend", where, "")
     t.options, t.path, t.includes = options, str(path), includes
     return t

@@ -11,10 +11,18 @@ import pytest
 
 from rate.config import EffectsConfig
 from rate.effects.estimators import Scores, estimate
-from rate.effects.stage import clean, effects_for_rows, errors_in_se, true_effects
+from rate.effects.stage import (
+    clean,
+    effects_for_rows,
+    errors_in_se,
+    treatment_effects,
+    true_effects,
+)
 from rate.errors import DataFileError
-from rate.io import write_jsonl
+from rate.io import read_json, write_jsonl
 from rate.records import read_examples
+from rate.store import Layout
+from tests.factories import STAMP, config, put, scored_rows
 
 
 def ec(**kw) -> EffectsConfig:
@@ -151,3 +159,64 @@ def test_bootstrap_intervals_are_seeded(tmp_path):
     assert a["intervals"]["bootstrap"][key] != c["intervals"]["bootstrap"][key]
     lo, hi = a["intervals"]["normal"][key]
     assert hi - lo == pytest.approx(2 * 1.959964 * a[f"{key}_stderr"], rel=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("value", "told"), [("high", "'rewrite': a string"), (True, "'rewrite': true/false")]
+)
+def test_a_score_that_is_not_a_number_is_told_as_such(tmp_path, value, told):
+    """main reported a string or bool score as 'lacks a completion or its score'."""
+    rows = reference_rows()
+    rows[6]["ArmoRM"]["rewrite"] = value
+    path = write(tmp_path, rows)
+    with pytest.raises(DataFileError) as err:
+        effects_for_rows(read_examples(path), ec(), path)
+    message = str(err.value)
+    assert (
+        f"1 of 40 examples have a score that is not a number under 'ArmoRM' (examples 6 ({told}))"
+        in message
+    )
+    assert "lack a completion" not in message and "drop_incomplete" in message
+
+
+def test_scores_that_would_overflow_are_refused_naming_the_examples(tmp_path):
+    """main: +-1.7e308 gave rc 0 with numpy overflow warnings and null SEs."""
+    rows = reference_rows()
+    rows[2]["ArmoRM"]["original"] = 1.7e308
+    rows[9]["ArmoRM"]["rewrite"] = -1.7e308
+    path = write(tmp_path, rows)
+    with np.errstate(all="raise"):  # no overflow may happen on the way
+        with pytest.raises(
+            DataFileError, match=r"2 of 40 examples have a score beyond \+-1e\+100 .*examples 2, 9"
+        ):
+            effects_for_rows(read_examples(path), ec(), path)
+        got = effects_for_rows(read_examples(path), ec(drop_incomplete=True), path)
+    assert got["input"]["excluded"] == {"missing": 0, "non_finite": 2}
+    assert math.isfinite(got["ATE_rewritten_rewrite_stderr"])
+
+
+def test_latest_takes_the_dataset_named_not_one_whose_name_starts_the_same(tmp_path, monkeypatch):
+    """main took a newer tinyrlhf_dune_pa_v2_scored_... for dataset tinyrlhf_dune_pa."""
+    scored = tmp_path / "data" / "scored"
+    put(scored / f"mini_scored_{STAMP}_smoke_test.jsonl", scored_rows(key="vader"))
+    put(
+        scored / "mini_v2_scored_20270101_000000_smoke_test.jsonl", scored_rows(seed=1, key="vader")
+    )
+    out = treatment_effects(config(), Layout(tmp_path))
+    assert read_json(out)["dataset_filename"] == f"mini_scored_{STAMP}_smoke_test.jsonl"
+    assert out.name.startswith("mini_pa_vader_treatment_effects_")
+
+
+def test_integer_indices_of_another_tool_are_read_as_the_same_index(tmp_path):
+    """Found by the property tests: a scored file with numbers for 'index' made the message
+    about its missing scores a TypeError."""
+    rows = reference_rows()
+    for i, row in enumerate(rows):
+        row["index"] = i
+    del rows[4]["ArmoRM"]["rewrite"]
+    path = write(tmp_path, rows)
+    with pytest.raises(
+        DataFileError,
+        match=r"1 of 40 examples lack a completion or its score under 'ArmoRM' \(examples 4\)",
+    ):
+        effects_for_rows(read_examples(path), ec(), path)

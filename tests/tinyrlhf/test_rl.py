@@ -252,3 +252,39 @@ def test_shipped_experiment_configs_are_valid():
     assert configs
     for path in configs:
         load_rl_config(path)
+
+
+def test_overwrite_over_a_killed_run_keeps_none_of_its_checkpoints(small_world, tmp_path):
+    """main kept the killed run's checkpoints/step_* beside the new run's checkpoint."""
+    out = tmp_path / "run"
+    (out / "checkpoints").mkdir(parents=True)
+    shutil.copytree(small_world / "policy", out / "checkpoints" / "step_000010")
+    (out / "run_config.json").write_text("{}")
+    (out / "log.jsonl").write_text('{"step": 10}\n')
+    train_rl(load_rl_config(None, ["steps=1", "batch_prompts=2"]), small_world, out, overwrite=True)
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint", "log.jsonl", "run_config.json"]
+    assert json.loads((out / "log.jsonl").read_text().splitlines()[-1])["step"] == 1
+
+
+def test_a_run_whose_wrapper_failed_mid_run_is_replaced_by_the_rerun(small_world, tmp_path, caplog):
+    """main: a wrapper failing at step 1 left run_config.json and an empty log.jsonl, and the
+    rerun was refused with 'already holds a run'."""
+    wrapper = tmp_path / "w.py"
+    # The trial call before training scores 4 responses; the first step scores 8.
+    wrapper.write_text(
+        "def transform(records, tokens, rewards):\n"
+        "    if len(records) > 4:\n"
+        "        raise ValueError('too many')\n"
+        "    return rewards\n"
+    )
+    out = tmp_path / "run"
+    base = ["steps=1", "batch_prompts=4", "samples_per_prompt=2"]
+    failing = load_rl_config(None, [*base, f"reward_wrapper={json.dumps(str(wrapper))}"])
+    with pytest.raises(RateError, match="transform raised ValueError: too many"):
+        train_rl(failing, small_world, out)
+    assert not (out / "checkpoint").exists()  # clearly unfinished
+    train_rl(load_rl_config(None, base), small_world, out)  # no --overwrite needed
+    assert "holds an unfinished run (no checkpoint/); replacing it" in caplog.text
+    assert (out / "checkpoint").is_dir()
+    with pytest.raises(RateError, match="already holds a run"):  # a finished one is kept
+        train_rl(load_rl_config(None, base), small_world, out)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import math
 import re
+import traceback
 from collections.abc import Callable
 
 import numpy as np
@@ -32,6 +33,7 @@ from rate.datasets.options import (
     TokenSwapOptions,
 )
 from rate.errors import DataFileError, TemplateError
+from rate.records import text_preview
 from rate.registry import LivePart
 from rate.score.backends import build_scorer, load_scoring_template
 from rate.score.base import checked_scores
@@ -49,6 +51,10 @@ class WRule(LivePart):
 
     def classify_texts(self, texts: list[str]) -> list[bool | None] | None:
         return None  # W is not a property of the text alone
+
+    def truncated_texts(self) -> int:
+        """How many texts a rule that reads W with a scorer had cut to its limit (0 here)."""
+        return 0
 
 
 class TokenSwap(TokenSwapOptions, WRule):
@@ -138,6 +144,9 @@ class ScorerAbove(ScorerAboveOptions, WRule):
         raw = self._built.score(prompts, texts)
         return checked_scores(self._built, len(texts), raw, "0")
 
+    def truncated_texts(self) -> int:
+        return self._built.truncated if self._built is not None else 0
+
     def fit(self, examples: list[Example]) -> dict:
         scores = self._scores([e.prompt for e in examples], [e.text for e in examples])
         self._known = {e.key: s for e, s in zip(examples, scores, strict=True)}
@@ -171,10 +180,25 @@ class PythonRule(PythonRuleOptions, WRule):
             fn = getattr(importlib.import_module(module), name)
         except (ImportError, AttributeError) as err:
             raise TemplateError(f"w_classifier.function {self.function!r}: {err}") from None
+        except Exception as err:  # the module itself raised on import
+            raise TemplateError(
+                f"w_classifier.function {self.function!r}: importing {module} raised "
+                f"{type(err).__name__}: {err}; fix the module"
+            ) from None
         return fn
 
     def __call__(self, ex: Example) -> bool | None:
-        out = self.resolve()(ex)
+        fn = self.resolve()
+        try:
+            out = fn(ex)
+        except Exception as err:
+            # One line that says where in the user's code, not a traceback through rate.
+            frame = traceback.extract_tb(err.__traceback__)[-1]
+            raise TemplateError(
+                f"w_classifier.function {self.function!r} raised {type(err).__name__}: "
+                f"{text_preview(str(err), 200)[1:-1]} on example {ex.key} (at {frame.filename}:"
+                f"{frame.lineno}); fix the function, which runs on every example"
+            ) from None
         if out is not None and not isinstance(out, bool):
             raise TemplateError(
                 f"w_classifier.function {self.function!r} returned {out!r} for example "

@@ -10,13 +10,12 @@ from rate.config import Config
 from rate.io import read_json
 from rate.pipeline import score_dataset, treatment_effects
 from rate.settings import setup_logging
-from rate.store import Layout, meta_path, timestamp
+from rate.store import Layout, meta_path, new_log_path
 
 
 def start_log(layout: Layout, name: str, smoke: bool, verbose: bool) -> None:
     """Log to the terminal and to ``logs/<name>_<stamp>[_smoke_test].log``."""
-    suffix = "_smoke_test" if smoke else ""
-    setup_logging("DEBUG" if verbose else "INFO", layout.logs / f"{name}_{timestamp()}{suffix}.log")
+    setup_logging("DEBUG" if verbose else "INFO", new_log_path(layout.logs, name, smoke))
 
 
 def rewrite_checks(dataset: Path) -> dict:

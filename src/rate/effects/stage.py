@@ -30,13 +30,16 @@ from rate.effects.estimators import (
     normalised_keys,
 )
 from rate.errors import DataFileError
-from rate.io import atomic_write_json
 from rate.io import json_safe as clean
+from rate.io import json_writer
 from rate.records import ScoreColumns, W, columns_from_rows, score_columns
 from rate.rewrite.checks import PASSING
-from rate.store import Layout, effects_stem, output_path, resolve_input, write_meta
+from rate.store import Layout, effects_stem, publish, resolve_input, scored_name
 
 log = logging.getLogger(__name__)
+
+# No reward model scores this far from 0; beyond it, squares and sums of scores overflow.
+MAX_SCORE = 1e100
 
 
 def extract_scores(
@@ -50,15 +53,25 @@ def extract_scores(
             f"{', '.join(cols.reward_keys) or '(none: score the file first)'}"
         )
     # NaN where a score is missing or not a number (NaN scores in the file are non-finite
-    # ones; they are told apart here).
+    # ones; they are told apart here). A score beyond MAX_SCORE is finite but overflows the
+    # estimators' squares and sums, so it is refused as well.
     finite = np.isfinite(cols.scores).all(axis=1)
+    huge = finite & (np.abs(np.where(finite[:, None], cols.scores, 0.0)) > MAX_SCORE).any(axis=1)
+    wrong = cols.wrong_type or [None] * len(cols)
+    not_number = np.array([w is not None for w in wrong], dtype=bool)
     bad = {
-        "missing": [cols.index[i] for i in np.flatnonzero(cols.missing)],
+        "missing": [cols.index[i] for i in np.flatnonzero(cols.missing & ~not_number)],
+        "not_a_number": [
+            f"{cols.index[i]} ({wrong[i][0]!r}: {wrong[i][1]})" for i in np.flatnonzero(not_number)
+        ],
         "non_finite": [cols.index[i] for i in np.flatnonzero(~finite & ~cols.missing)],
+        "too_large": [cols.index[i] for i in np.flatnonzero(huge)],
     }
     for kind, what in (
         ("missing", "lack a completion or its score"),
+        ("not_a_number", "have a score that is not a number"),
         ("non_finite", "have a non-finite score (NaN or infinity)"),
+        ("too_large", f"have a score beyond +-{MAX_SCORE:g} (it would overflow the estimators)"),
     ):
         idx = bad[kind]
         if idx and not drop_incomplete:
@@ -70,13 +83,17 @@ def extract_scores(
             )
         if idx:
             log.warning("excluded %d examples that %s", len(idx), what)
+    finite &= ~huge
     keep = np.flatnonzero(finite)
     if keep.size == 0:
         raise DataFileError(f"{source}: no complete examples under {reward_key!r}")
     table = cols.scores[keep]
     scores = Scores(cols.w[keep], table[:, 0].copy(), table[:, 1].copy(), table[:, 2].copy())
     perfect = cols.perfect[keep] if cols.has_perfect[keep].all() else None
-    excluded = {"missing": len(bad["missing"]), "non_finite": len(bad["non_finite"])}
+    excluded = {
+        "missing": len(bad["missing"]) + len(bad["not_a_number"]),
+        "non_finite": len(bad["non_finite"]) + len(bad["too_large"]),
+    }
     return scores, perfect, keep, excluded
 
 
@@ -251,7 +268,7 @@ def treatment_effects(config: Config, layout: Layout) -> Path:
     ec = config.effects
     folder = layout.scored / ec.dataset_folder if ec.dataset_folder else layout.scored
     source = resolve_input(
-        folder, ec.dataset_filename, ec.dataset_name, ".jsonl", config.smoke_test
+        folder, ec.dataset_filename, scored_name(ec.dataset_name), ".jsonl", config.smoke_test
     )
     log.info("treatment_effects: %s, reward key %s", source.name, ec.reward_key)
     cols = score_columns(source, ec.reward_key, ec.group_by, ec.only_successful_rewrites)
@@ -266,9 +283,15 @@ def treatment_effects(config: Config, layout: Layout) -> Path:
         smoke_test=config.smoke_test,
     )
     stem = effects_stem(ec.dataset_name, ec.concept, ec.score)
-    out = output_path(layout.effects, stem, ".json", config.smoke_test)
-    atomic_write_json(out, clean(result))
-    write_meta(out, "treatment_effects", input=str(source), config=config_record(config))
+    out = publish(
+        layout.effects,
+        stem,
+        ".json",
+        config.smoke_test,
+        json_writer(clean(result)),
+        "treatment_effects",
+        {"input": str(source), "config": config_record(config)},
+    )
     naive, rate = estimator("naive", "ATE").name, estimator("rate", "ATE").name
     log.info(
         "wrote %s: naive %.4g, RATE ATE %.4g (SE %.3g)%s",

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from rate.config import Config
 from rate.errors import ConfigError, DataFileError
-from rate.io import atomic_write_bytes, atomic_write_text, read_json
+from rate.io import atomic_write_bytes, atomic_write_text, ensure_dir, read_json
 from rate.plots.figures import (
     DPI,
     effects_figure,
@@ -27,7 +27,7 @@ from rate.plots.figures import (
 )
 from rate.plots.tables import effects_summary_table, sample_rewrites_table
 from rate.records import read_examples, reward_keys
-from rate.store import Layout, effects_stem, resolve_input, timestamp
+from rate.store import Layout, effects_stem, publish_dir, resolve_input, temp_dir
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +95,7 @@ def make_plots(
     bad = [f for f in formats if f not in FORMATS]
     if bad or not formats:
         raise ConfigError(f"figure formats {list(formats)}: use some of {', '.join(FORMATS)}")
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = ensure_dir(out_dir)
     paths = [Path(p) for p in effects_paths]
     effects = [_read_effects(p) for p in paths]
     written: list[Path] = []
@@ -154,22 +153,27 @@ def effect_files(config: Config, layout: Layout) -> list[Path]:
 
 
 def plot_stage(config: Config, layout: Layout) -> list[Path]:
-    """Run stage 4 with ``config``; -> the written files."""
+    """Run stage 4 with ``config``; -> the written files.
+
+    The folder is built aside (a hidden temporary folder) and renamed into place when every
+    file is written, as the world builder does: a killed run leaves no half-filled folder."""
     paths = effect_files(config, layout)
     first = read_json(paths[0])
     scored = Path(first["input"]["file"]) if isinstance(first.get("input"), dict) else None
     if scored is not None and not scored.is_file():
         scored = None
-    suffix = "_smoke_test" if config.smoke_test else ""
-    out_dir = layout.plots / f"{config.effects.dataset_name}_{timestamp()}{suffix}"
+    stem = config.effects.dataset_name
     sweeps = sorted((layout.plots / "synthetic").glob("*.json"))
-    written = make_plots(
-        paths,
-        out_dir,
-        formats=tuple(config.plots.formats),
-        scored_path=scored,
-        reward_key=config.effects.reward_key,
-        sweep_paths=sweeps,
-    )
+    with temp_dir(layout.plots, stem) as tmp:
+        written = make_plots(
+            paths,
+            tmp,
+            formats=tuple(config.plots.formats),
+            scored_path=scored,
+            reward_key=config.effects.reward_key,
+            sweep_paths=sweeps,
+        )
+        out_dir = publish_dir(tmp, layout.plots, stem, config.smoke_test)
+    written = [out_dir / p.relative_to(tmp) for p in written]
     log.info("wrote %d figure files to %s", len(written), out_dir)
     return written

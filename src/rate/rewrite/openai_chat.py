@@ -66,8 +66,9 @@ def _api_key(options: OpenAIChatOptions) -> str:
     env = options.api_key_env
     raise ConfigError(
         f"the openai_chat rewriter needs an API key, but the environment variable {env} is "
-        f"not set: put {env}=... in .env at the repository root (see .env.example) or export "
-        "it; or set rewriter.base_url to a local OpenAI-compatible server, which needs no key"
+        f"not set: put {env}=... in .env (the checkout's or the current folder's; see "
+        ".env.example) or export it; or set rewriter.base_url to a local OpenAI-compatible "
+        "server, which needs no key"
     )
 
 

@@ -15,7 +15,7 @@ from rate.datasets.options import TEXT_MEASURES
 from rate.errors import ConfigError
 from rate.registry import Part
 from rate.score.options import DTYPES
-from rate.settings import project_dir
+from rate.settings import project_dir, register_secret_names
 from rate.tinyrlhf.vocab import SYLLABLES
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -199,6 +199,8 @@ def check_request_options(options, where: str):
             "must be the NAME of an environment variable (like OPENAI_API_KEY), not the key; "
             "put the key itself in .env",
         )
+    # Whatever the variable is called, its value is a key: never log or record it.
+    register_secret_names(options.api_key_env)
     if not 0 <= options.temperature <= 2:
         raise bad("temperature", f"must be between 0 and 2, got {options.temperature}")
     if options.max_tokens < 1:

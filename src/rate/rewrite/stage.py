@@ -19,8 +19,8 @@ from rate.config import Config, config_record
 from rate.datasets.base import Example, SourceContext
 from rate.datasets.registry import PERTURBATIONS, RULES, SOURCES
 from rate.datasets.w_classifiers import WRule
-from rate.errors import ConfigError, DataFileError
-from rate.io import atomic_write_json
+from rate.errors import ConfigError, DataFileError, TemplateError
+from rate.io import json_writer
 from rate.progress import progress
 from rate.records import (
     ORIGINAL,
@@ -28,12 +28,12 @@ from rate.records import (
     REWRITE,
     REWRITTEN,
     rewritten_example,
-    write_rewritten,
+    rewritten_writer,
 )
 from rate.rewrite.backends import build_rewriter
 from rate.rewrite.base import Rewriter, RewriteRequest, checked_outputs
 from rate.rewrite.checks import label_outputs, summarize
-from rate.store import Layout, output_path, write_meta
+from rate.store import Layout, publish
 from rate.templates import DatasetTemplate
 
 log = logging.getLogger(__name__)
@@ -111,12 +111,12 @@ def _perturb(template: DatasetTemplate, chosen, seed: int):
     return out, {"examples": touched, "edits": edits}
 
 
-def _check_classifier(template: DatasetTemplate, rule: WRule):
+def _check_rule(template: DatasetTemplate, rule: WRule) -> WRule:
     """How rewrites are re-read for W: the template's check scorer, else its (fitted) W rule."""
     if "rewrite_check" in template.parts:
         kind, options = template.parts["rewrite_check"]
-        return RULES[kind].build(options).classify_texts
-    return rule.classify_texts
+        return RULES[kind].build(options)
+    return rule
 
 
 @dataclass
@@ -138,11 +138,16 @@ def choose_examples(template: DatasetTemplate, n: int, seed: int, world: Path | 
     rule = RULES[rule_kind].build(rule_options)
     chunks = source.chunks()
     fitted: dict = {}
-    if source.finite:
-        everything = [ex for chunk in chunks for ex in chunk]
-        fitted = rule.fit(everything)
-        chunks = iter([everything])
-    chosen, counts = select_examples(chunks, rule, n)
+    try:
+        if source.finite:
+            everything = [ex for chunk in chunks for ex in chunk]
+            fitted = rule.fit(everything)
+            chunks = iter([everything])
+        chosen, counts = select_examples(chunks, rule, n)
+    except TemplateError as err:  # e.g. a python rule's function failed: name the template
+        if str(err).startswith(template.path):
+            raise
+        raise TemplateError(f"{template.path}: {err}") from None
     if counts["w_1"] == 0 or counts["w_0"] == 0:
         only = int(counts["w_1"] > 0)
         if rule_kind != "always":
@@ -177,7 +182,8 @@ def build_dataset(
     picked = choose_examples(template, n, seed, world)
     chosen = picked.examples
     rewriter = build_rewriter(template, seed, picked.rule)
-    classify = _check_classifier(template, picked.rule)
+    check = _check_rule(template, picked.rule)
+    classify = check.classify_texts
     first = first_requests(template, chosen)
     rewrites = _rewrite_all(rewriter, first, batch_size, "rewrite (W flipped)")
     second = [
@@ -225,6 +231,12 @@ def build_dataset(
         "w_classifier_fitted": picked.fitted,
         "rewriter": rewriter.describe(),
         "rewrite_checks": checks,
+        # Texts cut to a scorer's limit by the W rule or the rewrite check (e.g. VADER's
+        # max_chars), as score_dataset counts them.
+        "truncated_texts": {
+            "w_classifier": picked.rule.truncated_texts(),
+            "rewrite_check": check.truncated_texts() if check is not picked.rule else 0,
+        },
         "has_true_counterfactual": perfect is not None,
         "seconds": round(time.perf_counter() - t0, 2),
     }
@@ -263,10 +275,15 @@ def plan_dataset(config: Config, layout: Layout, template: DatasetTemplate) -> P
             "estimated as the first pass again"
         ),
     }
-    out = output_path(
-        layout.root / "data" / "batch_api", f"{template.name}_dry_run", ".json", config.smoke_test
+    out = publish(
+        layout.root / "data" / "batch_api",
+        f"{template.name}_dry_run",
+        ".json",
+        config.smoke_test,
+        json_writer(estimate),
+        "create_dataset",
+        None,
     )
-    atomic_write_json(out, estimate)
     cost = both["cost_usd"]
     log.info(
         "dry run: %d requests in %d file(s) for the first pass, about %s input tokens; both "
@@ -294,10 +311,14 @@ def create_dataset(config: Config, layout: Layout, template: DatasetTemplate) ->
     examples, summary = build_dataset(
         template, n, config.rewrites.seed, config.world_dir(), config.rewrites.batch_size
     )
-    out = output_path(layout.rewrites, template.name, ".json", smoke)
-    write_rewritten(out, examples)
-    write_meta(
-        out, "create_dataset", template=template.record(), config=config_record(config), **summary
+    out = publish(
+        layout.rewrites,
+        template.name,
+        ".json",
+        smoke,
+        rewritten_writer(examples),
+        "create_dataset",
+        {"template": template.record(), "config": config_record(config), **summary},
     )
     c = summary["counts"]
     log.info(

@@ -6,9 +6,19 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
-from rate.errors import RateError
+from rate.errors import DataFileError, RateError
 
 TextsDone = Callable[[int], None]  # told how many texts were just scored (for progress bars)
+
+
+class BadTextError(DataFileError):
+    """A scorer cannot read one of the texts it was given: the ``position``-th (prompt,
+    response) pair; the stage turns it into a message naming the file, example and
+    completion."""
+
+    def __init__(self, position: int, part: str, reason: str) -> None:
+        super().__init__(f"{part} {position}: {reason}")
+        self.position, self.part, self.reason = position, part, reason
 
 
 class Scorer(ABC):

@@ -140,11 +140,19 @@ def score_shard(config: Config, layout: Layout, shard: int, n_shards: int) -> Pa
         return path
     tag = f".shard{shard}of{n_shards}"
     result = score_range(config, layout, inp, inp.rows[start:stop], tag=tag)
-    write_jsonl(path, result.rows)
-    atomic_write_json(
-        meta_path(path),
-        {**record, "scorer": result.scorer, "truncated_texts": result.truncated, **result.counts},
-    )
+    try:
+        write_jsonl(path, result.rows)
+        atomic_write_json(
+            meta_path(path),
+            {
+                **record,
+                "scorer": result.scorer,
+                "truncated_texts": result.truncated,
+                **result.counts,
+            },
+        )
+    finally:
+        result.state.lock.release()  # on failure the partial scores stay, for the rerun
     result.state.remove()
     log.info("wrote shard %d/%d: %s (%d examples)", shard, n_shards, path, len(result.rows))
     return path

@@ -21,17 +21,17 @@ from rate.progress import progress
 from rate.records import (
     INDEX,
     completions_of,
-    count_completions,
     count_texts,
+    missing_completions,
     read_examples,
     reward_keys,
+    scored_writer,
     with_scores,
-    write_scored_rows,
 )
 from rate.score.backends import build_scorer, load_scoring_template
-from rate.score.base import Scorer, checked_scores
-from rate.score.partial import PartialScores
-from rate.store import Layout, output_path, resolve_input, scored_stem, write_meta
+from rate.score.base import BadTextError, Scorer, checked_scores
+from rate.score.partial import PartialScores, ScoreLock
+from rate.store import Layout, publish, resolve_input, scored_name, scored_stem
 from rate.templates import ScoringTemplate
 
 log = logging.getLogger(__name__)
@@ -44,6 +44,7 @@ def score_rows(
     chunk_size: int,
     done: list[dict],
     sink=None,
+    source: Path | None = None,
 ) -> tuple[list[dict], dict]:
     """Score every completion of ``rows`` after the ``done`` ones; -> (scored rows, counts).
 
@@ -59,7 +60,7 @@ def score_rows(
     if len(done) % chunk_size and len(done) < len(rows):
         raise RateError("partial scores must cover whole chunks; trim them to a multiple")
     out = list(done)
-    missing = 0
+    missing: list[tuple[str, str]] = []
     start = len(done)
     t0 = time.perf_counter()
     n_texts = 0
@@ -75,9 +76,18 @@ def score_rows(
         for i in range(start, len(rows), chunk_size):
             chunk = rows[i : i + chunk_size]
             prompts, texts, slots = completions_of(chunk)
-            missing += count_completions(chunk) - len(texts)
+            missing += missing_completions(chunk)
             reported = 0
-            raw = scorer.score(prompts, texts, on_texts=report)
+            try:
+                raw = scorer.score(prompts, texts, on_texts=report)
+            except BadTextError as err:
+                j, name = slots[err.position]
+                where = f"{source}: " if source is not None else ""
+                raise DataFileError(
+                    f"{where}example {chunk[j][INDEX]}, completion {name!r}: the "
+                    f"{'prompt' if err.part == 'prompt' else 'text'} {err.reason}; fix or "
+                    "remove that example, or score with a scorer that reads such text"
+                ) from None
             scores = checked_scores(scorer, len(texts), raw, chunk[0][INDEX])
             bar.update(len(texts) - reported)  # backends that do not report per batch
             n_texts += len(texts)
@@ -92,18 +102,28 @@ def score_rows(
         bar.close()
     seconds = time.perf_counter() - t0
     if missing:
+        shown = ", ".join(f"{i} ({name})" for i, name in missing[:10])
         log.warning(
-            "%d completions were missing (not text) and are not scored; treatment_effects "
-            "will name those examples",
-            missing,
+            "%s%d completion(s) are missing or not text and were not scored (examples %s%s); "
+            "treatment_effects will refuse those examples unless effects.drop_incomplete: true; "
+            "to score them, give them text and rerun",
+            f"{source}: " if source is not None else "",
+            len(missing),
+            shown,
+            " ..." if len(missing) > 10 else "",
         )
     return out, {
         "texts_scored": n_texts,
-        "completions_missing": missing,
+        "completions_missing": len(missing),
+        "examples_missing_completions": sorted({i for i, _ in missing}, key=_index_order)[:100],
         "resumed_examples": start,
         "seconds": round(seconds, 2),
         "texts_per_second": round(n_texts / seconds, 1) if seconds > 0 else None,
     }
+
+
+def _index_order(index: str) -> tuple[int, str]:
+    return (int(index), "") if index.isdigit() else (1 << 62, index)
 
 
 @dataclass
@@ -134,7 +154,8 @@ def scoring_input(config: Config, layout: Layout) -> ScoringInput:
     folder = layout.folder(sc.dataset_folder)
     ext = ".json" if sc.dataset_folder == "rewrites" else ".jsonl"
     prefix = sc.dataset_name or config.rewrites.dataset_name
-    source = resolve_input(folder, sc.dataset_filename, prefix, ext, config.smoke_test)
+    stem = prefix if sc.dataset_folder == "rewrites" else scored_name(prefix)
+    source = resolve_input(folder, sc.dataset_filename, stem, ext, config.smoke_test)
     rows = read_examples(source)
     key = template.reward_key
     if key in reward_keys(rows):
@@ -155,11 +176,25 @@ def score_range(
     """
     sc = config.scoring
     key = inp.template.reward_key
-    scorer = build_scorer(inp.template, config.world_dir())
-    if sc.batch_size:
-        scorer.batch_size = sc.batch_size
-    fingerprint = {**inp.template.record(), **scorer.describe(), "chunk_size": sc.chunk_size}
-    state = PartialScores(layout.scored, inp.source, key, fingerprint, tag)
+    # Before the model loads, so a second run on the same input stops at once.
+    lock = ScoreLock(layout.scored, inp.source, key, tag)
+    lock.acquire()  # released by state.remove() once the output is written, or on failure
+    try:
+        scorer = build_scorer(inp.template, config.world_dir())
+        if sc.batch_size:
+            scorer.batch_size = sc.batch_size
+        fingerprint = {**inp.template.record(), **scorer.describe(), "chunk_size": sc.chunk_size}
+        state = PartialScores(layout.scored, inp.source, key, fingerprint, tag, lock)
+        return _score_locked(config, inp, rows, scorer, state)
+    except BaseException:
+        lock.release()
+        raise
+
+
+def _score_locked(
+    config: Config, inp: ScoringInput, rows: list[dict], scorer: Scorer, state: PartialScores
+) -> ScoredRows:
+    sc, key = config.scoring, inp.template.reward_key
     done = state.load()
     if len(done) < len(rows):
         # A kill while a chunk was being appended leaves part of it; that part is redone.
@@ -170,7 +205,9 @@ def score_range(
     truncated_before = scorer.count_truncated(*completions_of(done)[:2]) if done else 0
     state.start(done)
     try:
-        scored, counts = score_rows(rows, scorer, key, sc.chunk_size, done, sink=state.append)
+        scored, counts = score_rows(
+            rows, scorer, key, sc.chunk_size, done, sink=state.append, source=inp.source
+        )
     finally:
         state.close()
     return ScoredRows(scored, counts, truncated_before + scorer.truncated, scorer.describe(), state)
@@ -188,23 +225,27 @@ def write_scored(
     """Write the scored file and its metadata: one writer for whole runs and merged shards."""
     sc = config.scoring
     stem = inp.prefix if sc.dataset_folder == "rewrites" else scored_stem(inp.source, inp.prefix)
-    out = output_path(layout.scored, f"{stem}_scored", ".jsonl", config.smoke_test)
-    write_scored_rows(out, rows)
-    write_meta(
-        out,
-        "score_dataset",
-        input=str(inp.source),
-        reward_key=inp.template.reward_key,
-        reward_keys=reward_keys(rows),
-        template=inp.template.record(),
-        scorer=scorer,
+    record = {
+        "input": str(inp.source),
+        "reward_key": inp.template.reward_key,
+        "reward_keys": reward_keys(rows),
+        "template": inp.template.record(),
+        "scorer": scorer,
         # Texts longer than the model's limit were truncated by the template's policy.
-        truncated_texts=truncated,
-        config=config_record(config),
-        n_examples=len(rows),
+        "truncated_texts": truncated,
+        "config": config_record(config),
+        "n_examples": len(rows),
         **counts,
+    }
+    return publish(
+        layout.scored,
+        scored_name(stem),
+        ".jsonl",
+        config.smoke_test,
+        scored_writer(rows),
+        "score_dataset",
+        record,
     )
-    return out
 
 
 def score_dataset(config: Config, layout: Layout) -> Path:
@@ -217,9 +258,13 @@ def score_dataset(config: Config, layout: Layout) -> Path:
         len(inp.rows),
     )
     result = score_range(config, layout, inp, inp.rows)
-    out = write_scored(
-        config, layout, inp, result.rows, result.scorer, result.truncated, result.counts
-    )
+    try:
+        out = write_scored(
+            config, layout, inp, result.rows, result.scorer, result.truncated, result.counts
+        )
+    except BaseException:
+        result.state.lock.release()  # the partial scores stay, for the rerun
+        raise
     result.state.remove()
     log.info(
         "wrote %s (%d examples, %s texts/s)",

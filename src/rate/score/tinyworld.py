@@ -8,19 +8,50 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rate.score.base import Scorer, TextsDone
+from rate.errors import DataFileError
+from rate.records import text_preview
+from rate.score.base import BadTextError, Scorer, TextsDone
 from rate.score.options import OracleOptions, TinyRMOptions
 from rate.tinyrlhf.data import require_world
 from rate.tinyrlhf.evaluate import load_oracle
 from rate.tinyrlhf.models import load_reward_model
 from rate.tinyrlhf.sampling import score
 from rate.tinyrlhf.text import parse_prompt, parse_response
-from rate.tinyrlhf.vocab import encode_prompts, encode_responses
+from rate.tinyrlhf.vocab import RESPONSE_LEN, SYLLABLE_ID, encode_prompts, encode_responses
+
+
+def _response_problem(text: str) -> str:
+    parts = text.split()
+    bad = [p for p in parts if p not in SYLLABLE_ID]
+    if bad:
+        shown = ", ".join(text_preview(b, 20) for b in bad[:5]) + (" ..." if len(bad) > 5 else "")
+        return f"{len(bad)} unknown syllable(s): {shown}"
+    return f"{len(parts)} syllables"
 
 
 def _encode(prompts: list[str], responses: list[str]):
-    records = [parse_prompt(p, f"prompt {i}") for i, p in enumerate(prompts)]
-    tokens = [parse_response(r, f"response {i}") for i, r in enumerate(responses)]
+    records, tokens = [], []
+    for i, (prompt, response) in enumerate(zip(prompts, responses, strict=True)):
+        # The tiny world's own parsers quote the whole text; a data file may hold a megabyte.
+        try:
+            records.append(parse_prompt(prompt))
+        except DataFileError:
+            raise BadTextError(
+                i,
+                "prompt",
+                f"{text_preview(prompt)} is not a tiny-world prompt (a family and four values "
+                "v0..v7, e.g. 'dune v1 v3 v0 v7'); score tiny-world data only with tiny-world "
+                "scorers",
+            ) from None
+        try:
+            tokens.append(parse_response(response))
+        except DataFileError:
+            raise BadTextError(
+                i,
+                "response",
+                f"{text_preview(response)} is not a tiny-world response ({RESPONSE_LEN} "
+                f"syllables separated by spaces; got {_response_problem(response)})",
+            ) from None
     return encode_prompts(records), encode_responses(tokens)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from rate.config import Config, load_config
-from rate.io import atomic_write_json, atomic_write_text
+from rate.io import apply_group_permissions, atomic_write_json, atomic_write_text, ensure_dir
 from rate.schema import to_dict
 from rate.score.shards import missing_shards
 from rate.score.stage import ScoringInput, scoring_input
@@ -86,7 +86,7 @@ class Submission:
         script = self.folder / f"{stage}.sbatch"
         atomic_write_text(script, render(job))
         script.chmod(0o755)
-        self.layout.logs.mkdir(parents=True, exist_ok=True)  # sbatch does not create it
+        ensure_dir(self.layout.logs)  # sbatch does not create it
         dependency = dependency_arg((kind, [j.job_id for j in jobs]) for kind, jobs in after)
         job_id = sbatch(script, self.partition, dependency)
         submitted = Submitted(stage, job_id, script, self.layout.logs, array)
@@ -139,11 +139,16 @@ class Submission:
 def _new_folder(parent: Path, name: str) -> Path:
     """``parent/<name>_<stamp>``, numbered when two submissions share a second."""
     stamp = timestamp()
+    ensure_dir(parent)
     folder, seq = parent / f"{name}_{stamp}", 1
-    while folder.exists():
-        seq += 1
-        folder = parent / f"{name}_{stamp}-{seq}"
-    folder.mkdir(parents=True)
+    while True:
+        try:
+            folder.mkdir()  # exclusive: two submissions of one second get two folders
+            break
+        except FileExistsError:
+            seq += 1
+            folder = parent / f"{name}_{stamp}-{seq}"
+    apply_group_permissions(folder)
     return folder
 
 

@@ -13,6 +13,7 @@ import json
 import logging
 import math
 import os
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -266,6 +267,28 @@ class PromptSampler:
         return self.table[fams, within]
 
 
+# A run directory holds a finished run when its final checkpoint/ is there (saved last, and
+# atomically); run_config.json without it is an unfinished run (killed, or its wrapper failed),
+# which a rerun replaces without --overwrite.
+_RUN_FILES = ("run_config.json", "log.jsonl")
+_RUN_DIRS = ("checkpoint", "checkpoints")
+
+
+def _finished_run(out: Path) -> bool:
+    return (out / "run_config.json").is_file() and (out / "checkpoint").is_dir()
+
+
+def _clear_run(out: Path) -> None:
+    """Remove what an earlier run left in ``out`` (a finished one only with --overwrite), so
+    that no old step_* checkpoint sits beside the new run's."""
+    if (out / "run_config.json").exists() and not _finished_run(out):
+        log.warning("%s holds an unfinished run (no checkpoint/); replacing it", out)
+    for name in _RUN_DIRS:
+        shutil.rmtree(out / name, ignore_errors=True)
+    for name in _RUN_FILES:
+        (out / name).unlink(missing_ok=True)
+
+
 def train_rl(config: RLConfig, world: Path, out: Path, overwrite: bool = False) -> dict:
     """Run RL and write run_config.json, log.jsonl and checkpoint/ (plus checkpoints/ if asked).
 
@@ -274,18 +297,18 @@ def train_rl(config: RLConfig, world: Path, out: Path, overwrite: bool = False) 
     plain loop and the published trainer that this is measured against.
     """
     out = Path(out)
-    if (out / "run_config.json").exists() and not overwrite:
+    if _finished_run(out) and not overwrite:
         raise RateError(f"{out} already holds a run; choose another --out or pass --overwrite")
     inputs = prepare(config, world)
     torch.manual_seed(config.seed)
     gen = torch.Generator().manual_seed(config.seed)
 
     out.mkdir(parents=True, exist_ok=True)
+    _clear_run(out)
     # Relative, so that a world (whose runs live inside it) can be moved or copied whole.
     run_config = {**to_dict(config), "world": os.path.relpath(Path(world).resolve(), out.resolve())}
     atomic_write_json(out / "run_config.json", run_config)
     log_path = out / "log.jsonl"
-    log_path.unlink(missing_ok=True)
 
     policy, reference, rm = inputs.policy, inputs.reference, inputs.reward_model
     for p in (*reference.parameters(), *rm.parameters()):

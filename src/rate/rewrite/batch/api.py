@@ -46,8 +46,8 @@ def api_key(options: OpenAIBatchOptions) -> str:
         env = options.api_key_env
         raise ConfigError(
             f"the openai_batch rewriter needs an API key, but the environment variable {env} "
-            f"is not set: put {env}=... in .env at the repository root (see .env.example) or "
-            "export it; or set rewriter.base_url to a server that needs no key"
+            f"is not set: put {env}=... in .env (the checkout's or the current folder's; see "
+            ".env.example) or export it; or set rewriter.base_url to a server that needs no key"
         ) from None
 
 

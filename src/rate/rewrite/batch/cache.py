@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from rate.io import apply_group_permissions
+from rate.io import apply_group_permissions, ensure_dir
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ class ResponseCache:
             (json.dumps(e, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
             for e in fresh.values()
         )
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_dir(self.path.parent)
         created = not self.path.exists()
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
         try:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from rate.errors import DataFileError, RateError
-from rate.io import atomic_write_json, read_json
+from rate.io import atomic_write_json, ensure_dir, read_json
 
 FORMAT = "rate.openai_batch.manifest/1"
 
@@ -127,7 +127,7 @@ class Manifest:
 def run_lock(run_dir: Path):
     """Hold the run's lock: two processes driving the same batches would race on the manifest.
     The kernel drops the lock when its process dies, however it dies."""
-    run_dir.mkdir(parents=True, exist_ok=True)
+    ensure_dir(run_dir)
     path = run_dir / ".lock"
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     try:

@@ -1,0 +1,87 @@
+"""How `rate` ends a failed run: one line on stderr, and the same line (with the traceback of
+a bug) at the end of the run's log, secrets redacted either way."""
+
+from __future__ import annotations
+
+import errno
+import logging
+
+import pytest
+
+from rate import cli, pipeline
+from rate.errors import RateError
+from rate.settings import register_secret_names
+from tests.factories import SMOKE
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROJECT_DIR", str(tmp_path))
+    root = logging.getLogger()
+    handlers = list(root.handlers)
+    yield tmp_path
+    for handler in list(root.handlers):
+        if handler not in handlers:
+            root.removeHandler(handler)
+            handler.close()
+
+
+def run(*args: str) -> int:
+    return cli.main(["treatment_effects", "--config", str(SMOKE), *args])
+
+
+def the_log(project) -> str:
+    (path,) = (project / "logs").glob("treatment_effects_*.log")
+    return path.read_text()
+
+
+def test_a_failed_run_ends_its_log_with_the_error(project, capsys):
+    """main's log of a failed run never got the error: it looked like a run in progress."""
+    assert run("--set", "effects.dataset_name=nothing_here") == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err.startswith("rate: error: dataset_filename 'latest': no smoke-test file")
+    last = the_log(project).rstrip("\n").splitlines()[-1]
+    assert last.startswith("rate: error: dataset_filename 'latest': no smoke-test file")
+
+
+def test_a_bug_gives_its_traceback_in_the_log_and_a_line_to_report(project, capsys, monkeypatch):
+    def boom(config, layout):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(pipeline, "treatment_effects", boom)
+    assert run() == 1
+    err = capsys.readouterr().err
+    assert "RuntimeError: boom" in err and err.rstrip().endswith("please report it with the log)")
+    text = the_log(project)
+    assert "Traceback (most recent call last)" in text and "RuntimeError: boom" in text
+    assert "rate: error: an unexpected error" in text
+
+
+def test_a_full_disk_is_one_line_without_a_traceback(project, capsys, monkeypatch):
+    def full(config, layout):
+        raise OSError(errno.ENOSPC, "No space left on device", str(project / "effects" / "e.json"))
+
+    monkeypatch.setattr(pipeline, "treatment_effects", full)
+    assert run() == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    err = err.splitlines()[-1]  # after the run's first log line
+    assert err.startswith(f"rate: error: cannot write {project / 'effects' / 'e.json'}: No space")
+    assert "free space" in err
+
+
+def test_errors_are_redacted_on_stderr_and_in_the_log(project, capsys, monkeypatch):
+    monkeypatch.setenv("LLM_CREDENTIALS", "canary-7d1e-credential")
+    register_secret_names("LLM_CREDENTIALS")
+
+    def leak(config, layout):
+        raise RateError(
+            "the server said: bad key canary-7d1e-credential (Authorization: Bearer x1)"
+        )
+
+    monkeypatch.setattr(pipeline, "treatment_effects", leak)
+    assert run() == 2
+    err = capsys.readouterr().err
+    for text in (err, the_log(project)):
+        assert "canary-7d1e" not in text and "x1)" not in text
+        assert "the server said: bad key ***" in text

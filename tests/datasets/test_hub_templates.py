@@ -64,8 +64,9 @@ def helpsteer_rows(n: int = 24) -> list[dict]:
 
 def hh_rows(n: int = 12) -> list[dict]:
     def dialogue(i: int, answer: str) -> str:
+        # Two turns: the first answer (what first_turn reads) and the last (what dialogue reads).
         return (
-            f"\n\nHuman: How do I do thing {i}?\n\nAssistant: Which thing?"
+            f"\n\nHuman: How do I do thing {i}?\n\nAssistant: {answer} Which thing?"
             f"\n\nHuman: Thing {i}.\n\nAssistant: {answer}"
         )
 
@@ -224,12 +225,14 @@ def test_hh_rlhf_transcripts(tmp_path, server, monkeypatch):
     data, _ = run_smoke("hh_rlhf_helpfulness", tmp_path, monkeypatch)
     for row in data.values():
         i = row["key"].split("-")[0].removeprefix("row")
+        answer = row["completions"]["original"]
         assert row["reward_question"] == (
-            f"Human: How do I do thing {i}?\n\nAssistant: Which thing?\n\nHuman: Thing {i}."
+            f"Human: How do I do thing {i}?\n\nAssistant: {answer} Which thing?"
+            f"\n\nHuman: Thing {i}."
         )
         assert row["w_original"] == row["metadata"]["chosen"]
         if row["w_original"]:
-            assert row["completions"]["original"] == f"Here is a careful answer {i}."
+            assert answer == f"Here is a careful answer {i}."
 
 
 def test_hub_id_offline_fails_fast_with_what_to_do(tmp_path, monkeypatch):
@@ -290,3 +293,26 @@ def test_bad_source_options_are_template_errors(tmp_path, monkeypatch):
     target.write_text(yaml.safe_dump(data))
     with pytest.raises(TemplateError, match="x.txt: the format is read from the extension"):
         load_dataset_template("imdb_sentiment")
+
+
+def test_hh_first_turn_is_paired_with_its_own_answer(tmp_path, server, monkeypatch):
+    """A multi-turn transcript: the first human turn goes with the first assistant turn (as
+    the reference pairs them), not with the last assistant turn, which answers another
+    question."""
+    rows = [
+        {
+            "chosen": f"\n\nHuman: First question {i}?\n\nAssistant: First answer {i}."
+            f"\n\nHuman: Second question {i}?\n\nAssistant: Second answer {i}.",
+            "rejected": f"\n\nHuman: First question {i}?\n\nAssistant: Rejected first {i}."
+            f"\n\nHuman: Second question {i}?\n\nAssistant: Rejected second {i}.",
+        }
+        for i in range(12)
+    ]
+    path = write_jsonl(tmp_path / "hh_multi.jsonl", rows)
+    local_copy("hh_rlhf_harmlessness", tmp_path, {"data_files": [str(path)]}, server.base_url)
+    data, _ = run_smoke("hh_rlhf_harmlessness", tmp_path, monkeypatch)
+    assert len(data) == N
+    for row in data.values():
+        i = row["key"].split("-")[0].removeprefix("row")
+        assert row["reward_question"] == f"First question {i}?"
+        assert row["completions"]["original"] == f"Rejected first {i}."

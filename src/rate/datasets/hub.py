@@ -5,10 +5,11 @@ A record becomes one example or several through an *adapter*:
 
 - ``fields``: the completion is ``text_field``; the prompt is a fixed ``prompt`` string, which
   may name record fields (``"{prompt}"`` for HelpSteer's prompt column);
-- ``hh_rlhf``: Anthropic HH-RLHF transcripts ("\\n\\nHuman: ... \\n\\nAssistant: ..."); the
-  completion is the last assistant turn of ``chosen``, ``rejected`` or ``both`` (two examples
-  per record, field ``chosen`` true or false); the prompt is the first human turn or the whole
-  dialogue before the last assistant turn;
+- ``hh_rlhf``: Anthropic HH-RLHF transcripts ("\\n\\nHuman: ... \\n\\nAssistant: ..."), of
+  ``chosen``, ``rejected`` or ``both`` (two examples per record, field ``chosen`` true or
+  false): ``prompt_from: first_turn`` pairs the first human turn with the first assistant
+  turn (its answer), ``dialogue`` the whole dialogue before the last assistant turn with that
+  turn;
 - ``eli5``: ELI5 questions and answers; the prompt is the question title, the completion its
   highest-scored answer.
 """
@@ -142,11 +143,14 @@ def _hh_examples(spec: HFDatasetSource, records: list[dict], origin: str) -> lis
                     "('\\n\\nHuman: ...\\n\\nAssistant: ...' ending with an assistant turn)"
                 )
             if spec.prompt_from == "first_turn":
+                # The first question with its own answer, never a later turn's answer.
                 prompt = turns[0][1]
+                response = next(text for who, text in turns if who == "Assistant")
             else:
                 prompt = "".join(f"\n\n{who}: {text}" for who, text in turns[:-1]).lstrip("\n")
+                response = turns[-1][1]
             fields = {"chosen": side == "chosen", "turns": len(turns)}
-            out.append(Example(f"row{i}-{side}", turns[-1][1], prompt, fields))
+            out.append(Example(f"row{i}-{side}", response, prompt, fields))
     return out
 
 

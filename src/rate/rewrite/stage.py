@@ -38,6 +38,8 @@ from rate.templates import DatasetTemplate
 
 log = logging.getLogger(__name__)
 
+TYPOS = "typos"  # the field that counts an example's typos (metadata)
+
 
 def select_examples(
     chunks, classify, n: int, need_both: bool = True
@@ -93,22 +95,30 @@ def _rewrite_all(
     return out
 
 
-def _perturb(template: DatasetTemplate, chosen, seed: int):
-    """The chosen examples with the template's perturbation applied, and how many it touched
-    (None without one)."""
+def _perturbed(template: DatasetTemplate, chunks, rule: WRule, seed: int):
+    """The source's chunks with the template's perturbation applied to the examples whose W
+    (read before it) it applies to, as the reference adds its typos to the whole dataset
+    before W is classified; W is read again afterwards. The chunks unchanged without one."""
     if "perturb" not in template.parts:
-        return None
+        return chunks
     kind, options = template.parts["perturb"]
     perturb = PERTURBATIONS[kind].build(options)
-    out, touched, edits = [], 0, 0
-    for ex, w in chosen:
-        if perturb.applies(w):
-            text, n = perturb(ex.text, ex.key, seed)
-            ex = Example(ex.key, text, ex.prompt, {**ex.fields, "typos": n})
-            touched, edits = touched + 1, edits + n
-        out.append((ex, w))
-    log.info("perturbation: %d edits in %d examples", edits, touched)
-    return out, {"examples": touched, "edits": edits}
+
+    def one(ex: Example) -> Example:
+        w = rule(ex)
+        if w is None or not perturb.applies(w):
+            return ex
+        text, n = perturb(ex.text, ex.key, seed)
+        return Example(ex.key, text, ex.prompt, {**ex.fields, TYPOS: n})
+
+    return ([one(ex) for ex in chunk] for chunk in chunks)
+
+
+def _perturb_counts(chosen) -> dict:
+    """How many of the chosen examples were perturbed, and the edits made in them."""
+    edits = [ex.fields[TYPOS] for ex, _ in chosen if TYPOS in ex.fields]
+    log.info("perturbation: %d edits in %d examples", sum(edits), len(edits))
+    return {"examples": len(edits), "edits": sum(edits)}
 
 
 def _check_classifier(template: DatasetTemplate, rule: WRule):
@@ -142,7 +152,7 @@ def choose_examples(template: DatasetTemplate, n: int, seed: int, world: Path | 
         everything = [ex for chunk in chunks for ex in chunk]
         fitted = rule.fit(everything)
         chunks = iter([everything])
-    chosen, counts = select_examples(chunks, rule, n)
+    chosen, counts = select_examples(_perturbed(template, chunks, rule, seed), rule, n)
     if counts["w_1"] == 0 or counts["w_0"] == 0:
         only = int(counts["w_1"] > 0)
         if rule_kind != "always":
@@ -154,9 +164,8 @@ def choose_examples(template: DatasetTemplate, n: int, seed: int, world: Path | 
                 f"{'ATT' if only else 'ATU'} alone"
             )
         log.info("every example has W=%d: only the %s is estimated", only, "ATT" if only else "ATU")
-    perturbed = _perturb(template, chosen, seed)
-    if perturbed is not None:
-        chosen, counts["perturbed"] = perturbed
+    if "perturb" in template.parts:
+        counts["perturbed"] = _perturb_counts(chosen)
     return Chosen(chosen, counts, rule, fitted)
 
 

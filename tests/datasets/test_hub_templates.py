@@ -449,6 +449,7 @@ def test_paper_templates_send_the_reference_prompt(name, tmp_path, server, monke
     assert len(sent) == 1, f"no request with the reference's prompt for {name}"
     assert sent[0]["messages"] == [{"role": "user", "content": expected}]
     assert sent[0]["model"] == "gpt-4o-2024-08-06" and sent[0]["temperature"] == 0.7
+    assert set(sent[0]) == {"model", "messages", "temperature"}  # the reference's body: no cap
     # The rewrite of the rewrite asks for the original W with the same prompt.
     back = prompt.format(o=first["completions"]["rewrite"], t=w1 if w else w0)
     assert any(b["messages"][-1]["content"] == back for b in uploaded_bodies(server))

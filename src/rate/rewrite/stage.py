@@ -85,14 +85,17 @@ def select_examples(
 
 def _rewrite_all(
     rewriter: Rewriter, requests: list[RewriteRequest], batch: int, desc: str
-) -> list[str]:
+) -> tuple[list[str], list[bool]]:
+    """The outputs of one pass, and which of them stopped at a length limit."""
     if rewriter.whole_pass:
         batch = max(1, len(requests))
     out: list[str] = []
+    cut: list[bool] = []
     for i in progress(range(0, len(requests), batch), desc, total=-(-len(requests) // batch)):
         part = requests[i : i + batch]
         out.extend(checked_outputs(rewriter, part, rewriter.rewrite(part)))
-    return out
+        cut.extend(rewriter.stopped_at_limit(part))
+    return out, cut
 
 
 def _perturbed(template: DatasetTemplate, chunks, rule: WRule, seed: int):
@@ -188,31 +191,34 @@ def build_dataset(
     rewriter = build_rewriter(template, seed, picked.rule)
     classify = _check_classifier(template, picked.rule)
     first = first_requests(template, chosen)
-    rewrites = _rewrite_all(rewriter, first, batch_size, "rewrite (W flipped)")
+    rewrites, cut = _rewrite_all(rewriter, first, batch_size, "rewrite (W flipped)")
     second = [
         RewriteRequest(f"{ex.key}/rewritten_rewrite", r, w, template.instruction(r, w))
         for (ex, w), r in zip(chosen, rewrites, strict=True)
     ]
-    rewritten = _rewrite_all(rewriter, second, batch_size, "rewrite of the rewrite (W back)")
+    rewritten, cut_back = _rewrite_all(
+        rewriter, second, batch_size, "rewrite of the rewrite (W back)"
+    )
     perfect = rewriter.counterfactual(first)
     labels = {
         REWRITE: label_outputs(
-            [r.text for r in first], rewrites, [r.target_w for r in first], classify
+            [r.text for r in first], rewrites, [r.target_w for r in first], classify, cut
         ),
         REWRITTEN: label_outputs(
-            [r.text for r in second], rewritten, [r.target_w for r in second], classify
+            [r.text for r in second], rewritten, [r.target_w for r in second], classify, cut_back
         ),
     }
     checks = {name: summarize(pass_labels) for name, pass_labels in labels.items()}
     for name, c in checks.items():
         log.info(
-            "%s: %d ok, %d unchecked, %d missed the target, %d undefined, %d empty, %d refusals, "
-            "%d unchanged (of %d)",
+            "%s: %d ok, %d unchecked, %d missed the target, %d undefined, %d cut at a length "
+            "limit, %d empty, %d refusals, %d unchanged (of %d)",
             name,
             c["ok"],
             c["unchecked"],
             c["missed_target"],
             c["undefined"],
+            c["length_limit"],
             c["empty"],
             c["refusal"],
             c["unchanged"],

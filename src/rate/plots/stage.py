@@ -145,10 +145,12 @@ def make_plots(
 def effect_files(config: Config, layout: Layout) -> list[Path]:
     """The effect files to draw: names in effects/ or 'latest' (the newest for the effects
     section's dataset, concept and score)."""
-    ec = config.effects
-    stem = effects_stem(ec.dataset_name, ec.concept, ec.score)
     out = []
     for name in config.plots.effects_files:
+        stem = ""
+        if name == "latest":
+            ec = config.need("effects", "plots (effects_files: latest)")
+            stem = effects_stem(ec.dataset_name, ec.concept, ec.score)
         out.append(resolve_input(layout.effects, name, stem, ".json", config.smoke_test))
     return list(dict.fromkeys(out))
 
@@ -161,14 +163,17 @@ def plot_stage(config: Config, layout: Layout) -> list[Path]:
     if scored is not None and not scored.is_file():
         scored = None
     suffix = "_smoke_test" if config.smoke_test else ""
-    out_dir = layout.plots / f"{config.effects.dataset_name}_{timestamp()}{suffix}"
+    # Without an effects section (the files named): the first file's own keys.
+    ec = config.effects
+    dataset = ec.dataset_name if ec else first.get("dataset_name", "effects")
+    out_dir = layout.plots / f"{dataset}_{timestamp()}{suffix}"
     sweeps = sorted((layout.plots / "synthetic").glob("*.json"))
     written = make_plots(
         paths,
         out_dir,
         formats=tuple(config.plots.formats),
         scored_path=scored,
-        reward_key=config.effects.reward_key,
+        reward_key=ec.reward_key if ec else first.get("reward_key"),
         sweep_paths=sweeps,
     )
     log.info("wrote %d figure files to %s", len(written), out_dir)

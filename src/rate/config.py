@@ -2,7 +2,9 @@
 
 The sections and key names are those of the reference pipeline (``smoke_test``, ``rewrites``,
 ``scoring``, ``effects``) so that its users recognise them; ``plots`` and ``world`` are ours.
-``--set section.key=value`` overrides any key (the value is read as YAML).
+``--set section.key=value`` overrides any key (the value is read as YAML). As with the
+reference's scripts, each stage reads only its own section: a config may hold just that one
+(:data:`STAGE_SECTIONS`).
 """
 
 from __future__ import annotations
@@ -121,6 +123,22 @@ class EffectsConfig:
         "latest", help="a file in data/scored (or dataset_folder), or 'latest'"
     )
     dataset_folder: str | None = opt(None, help="a sub-folder of data/scored, as in the reference")
+    pool_with: list[str] = opt(
+        help="more scored files (names in the same folder, or paths) pooled with "
+        "dataset_filename into one estimate, as the paper's figures pool datasets per concept "
+        "(IMDB and ELI5 for length); each file is also estimated alone, as a group by source",
+        factory=list,
+    )
+    w_original_key: str = opt(
+        "original", help="the completion that is the original (the reference's key)"
+    )
+    w_counterfactual_key: str = opt(
+        "rewrite", help="the completion that is the rewrite, W flipped (the reference's key)"
+    )
+    w_rewritten_rewrite_key: str = opt(
+        "rewritten rewrite",
+        help="the completion that is the rewrite of the rewrite, W back (the reference's key)",
+    )
     n_bootstrap: int = opt(1000, help="bootstrap resamples for percentile intervals (0: none)")
     bootstrap_seed: int = opt(0, help="the seed of the bootstrap resamples")
     level: float = opt(0.95, help="the coverage of every interval")
@@ -150,6 +168,16 @@ class EffectsConfig:
             raise ConfigError(f"{where}: effects.n_bootstrap must be >= 0")
         if not 0 < self.level < 1:
             raise ConfigError(f"{where}: effects.level must be between 0 and 1, e.g. 0.95")
+        names = self.completion_keys()
+        if len(set(names)) < 3:
+            raise ConfigError(
+                f"{where}: effects.w_original_key, w_counterfactual_key and "
+                f"w_rewritten_rewrite_key must name three different completions, got {names}"
+            )
+
+    def completion_keys(self) -> tuple[str, str, str]:
+        """(original, rewrite, rewrite of the rewrite): the completions the estimators read."""
+        return (self.w_original_key, self.w_counterfactual_key, self.w_rewritten_rewrite_key)
 
 
 @dataclass
@@ -269,13 +297,25 @@ def _check_sbatch_args(args: list[str], key: str) -> None:
             )
 
 
+# The sections each stage reads; a config that runs one stage may hold only its sections.
+STAGE_SECTIONS = {
+    "create_dataset": ("rewrites",),
+    "score_dataset": ("scoring",),
+    "merge_scores": ("scoring",),
+    "treatment_effects": ("effects",),
+    "plots": (),  # and effects, to find the 'latest' effect file
+    "pipeline": ("rewrites", "scoring", "effects"),
+}
+
+
 @dataclass
 class Config:
-    """An experiment: one section per stage."""
+    """An experiment: one section per stage (a stage's own section may stand alone)."""
 
-    rewrites: RewritesConfig
-    scoring: ScoringConfig
-    effects: EffectsConfig
+    # help="": the sections' comments are their classes' docstrings.
+    rewrites: RewritesConfig | None = opt(None, help="")
+    scoring: ScoringConfig | None = opt(None, help="")
+    effects: EffectsConfig | None = opt(None, help="")
     smoke_test: bool = opt(
         False, help="small runs that cost little; output names end in _smoke_test"
     )
@@ -285,6 +325,16 @@ class Config:
 
     def world_dir(self) -> Path:
         return Path(self.world).expanduser() if self.world else project_dir() / "tinyrlhf" / "world"
+
+    def need(self, section: str, stage: str, where: str = "the config") -> Any:
+        """The section ``stage`` reads; its absence is an error naming the key."""
+        value = getattr(self, section)
+        if value is None:
+            raise ConfigError(
+                f"{where}: missing required key '{section}': {stage} reads the {section} "
+                f"section; add it (`rate config --yaml` writes every key)"
+            )
+        return value
 
 
 def _read_yaml(path: Path) -> Any:
@@ -334,8 +384,10 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def load_config(path: Path, overrides: list[str] = ()) -> Config:
-    """Read, override and validate an experiment config; every error names the file and key."""
+def load_config(path: Path, overrides: list[str] = (), stage: str | None = None) -> Config:
+    """Read, override and validate an experiment config; every error names the file and key.
+    With ``stage``, the sections that stage reads must be there (:data:`STAGE_SECTIONS`); the
+    others may be left out."""
     data = _read_yaml(path)
     if data is None:
         data = {}
@@ -345,6 +397,8 @@ def load_config(path: Path, overrides: list[str] = ()) -> Config:
         apply_override(data, text)
     where = str(path) + (f" (with --set {' '.join(overrides)})" if overrides else "")
     config = from_dict(Config, data, where)
+    for section in STAGE_SECTIONS.get(stage, ()):
+        config.need(section, stage, where)
     check_templates(config, where)
     return config
 
@@ -352,15 +406,21 @@ def load_config(path: Path, overrides: list[str] = ()) -> Config:
 def check_templates(config: Config, where: str) -> None:
     """The templates the config names must exist (close names are suggested)."""
 
-    for kind, key, name, known in (
-        (
-            "dataset template",
-            "rewrites.dataset_name",
-            config.rewrites.dataset_name,
-            dataset_template_names(),
-        ),
-        ("scoring template", "scoring.model", config.scoring.model, scoring_template_names()),
-    ):
+    checks = []
+    if config.rewrites is not None:
+        checks.append(
+            (
+                "dataset template",
+                "rewrites.dataset_name",
+                config.rewrites.dataset_name,
+                dataset_template_names(),
+            )
+        )
+    if config.scoring is not None:
+        checks.append(
+            ("scoring template", "scoring.model", config.scoring.model, scoring_template_names())
+        )
+    for kind, key, name, known in checks:
         if name not in known:
             raise ConfigError(
                 unknown_name_message(kind, name, known, where=f"{where}: key '{key}'")

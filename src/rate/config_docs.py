@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from rate.config import Config
-from rate.schema import MISSING, field_default, field_docs
+from rate.schema import MISSING, field_default, field_docs, section_type
 
 WIDTH = 96
 
@@ -66,11 +66,15 @@ def _render(obj: Any, indent: str, defaults: Any = None) -> list[str]:
             continue
         value = getattr(obj, f.name)
         default = getattr(defaults, f.name) if defaults is not None else field_default(f)
-        if dataclasses.is_dataclass(hints[f.name]):
-            doc = (hints[f.name].__doc__ or "").strip().splitlines()[0]
+        section = section_type(hints[f.name])
+        if section is not None:
+            doc = (section.__doc__ or "").strip().splitlines()[0]
             lines += _comment(f.metadata.get("help") or doc, indent)
+            if value is None:  # a section this config leaves out
+                lines.append(f"{indent}{f.name}: null")
+                continue
             lines.append(f"{indent}{f.name}:")
-            section_default = default if default is not MISSING else None
+            section_default = default if default not in (MISSING, None) else None
             lines += _render(value, indent + "  ", section_default)
             continue
         note = f.metadata.get("help", "")

@@ -23,5 +23,5 @@ __all__ = ["create_dataset", "plot_stage", "score_dataset", "treatment_effects"]
 
 def create_dataset(config: Config, layout: Layout) -> Path:
     """Stage 1: classify W and rewrite twice; -> the dataset file (the estimate in a dry run)."""
-    template = load_dataset_template(config.rewrites.dataset_name)
+    template = load_dataset_template(config.need("rewrites", "create_dataset").dataset_name)
     return rewrite_stage.create_dataset(config, layout, template)

@@ -12,7 +12,7 @@ import logging
 from functools import partial
 from pathlib import Path
 
-from rate.config import DEFAULT_CONFIG, Config, add_config_args, load_config
+from rate.config import DEFAULT_CONFIG, STAGE_SECTIONS, Config, add_config_args, load_config
 from rate.settings import setup_logging
 from rate.store import Layout, new_log_path
 
@@ -63,7 +63,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _start(args: argparse.Namespace, stage: str) -> tuple[Config, Layout]:
-    config = load_config(args.config, args.overrides)
+    # The stage's own sections must be in the config; the others may be left out.
+    reads = next((s for s in STAGE_SECTIONS if stage.startswith(s)), None)
+    config = load_config(args.config, args.overrides, stage=reads)
     layout = Layout.from_env()
     log_file = new_log_path(layout.logs, stage, config.smoke_test)
     setup_logging("DEBUG" if getattr(args, "verbose", False) else "INFO", log_file)

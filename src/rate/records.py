@@ -186,26 +186,30 @@ def _is_number(v: Any) -> bool:
     return type(v) is float or type(v) is int
 
 
-def score_table(rows: list[dict], reward_key: str) -> tuple[np.ndarray, np.ndarray, list]:
-    """The scores of :data:`COMPLETIONS` under ``reward_key`` as an (n, 3) table, NaN where one
-    is missing or not a number, a mask of those rows (non-finite scores in the file are NaN in
-    the table but not in the mask), and per row the first (completion, JSON type) of a score
-    that is there but not a number (a string, true/false, a list ...), else None."""
+def score_table(
+    rows: list[dict], reward_key: str, names: tuple[str, str, str] = COMPLETIONS
+) -> tuple[np.ndarray, np.ndarray, list]:
+    """The scores of the completions ``names`` (original, rewrite, rewrite of the rewrite:
+    :data:`COMPLETIONS` unless a config names others, as the reference's w_*_key do) under
+    ``reward_key`` as an (n, 3) table, NaN where one is missing or not a number, a mask of those
+    rows (non-finite scores in the file are NaN in the table but not in the mask), and per row
+    the first (completion, JSON type) of a score that is there but not a number (a string,
+    true/false, a list ...), else None."""
     missing = np.zeros(len(rows), dtype=bool)
-    table = np.empty((len(rows), len(COMPLETIONS)))
+    table = np.empty((len(rows), len(names)))
     wrong: list[tuple[str, str] | None] = [None] * len(rows)
     for i, row in enumerate(rows):
         s = row.get(reward_key)
-        if not isinstance(s, dict) or not all(name in s for name in COMPLETIONS):
+        if not isinstance(s, dict) or not all(name in s for name in names):
             missing[i] = True
             table[i] = np.nan
             continue
-        vals = [s[name] for name in COMPLETIONS]
+        vals = [s[name] for name in names]
         if not all(_is_number(v) for v in vals):
             missing[i] = True
             table[i] = np.nan
             # A null is a missing score (as the columnar reader sees it); others are wrong.
-            for name, v in zip(COMPLETIONS, vals, strict=True):
+            for name, v in zip(names, vals, strict=True):
                 if v is not None and not _is_number(v):
                     wrong[i] = (name, _JSON_TYPES.get(type(v), type(v).__name__))
                     break
@@ -287,11 +291,32 @@ class ScoreColumns:
         )
 
 
+def concat_columns(parts: list[ScoreColumns], labels: list[str]) -> ScoreColumns:
+    """Several files' columns as one, in order; each row's index is prefixed with its file's
+    label and, where no group was read, its group is that label (the rows' source)."""
+    return ScoreColumns(
+        index=[f"{lab}:{i}" for c, lab in zip(parts, labels, strict=True) for i in c.index],
+        w=np.concatenate([c.w for c in parts]),
+        scores=np.concatenate([c.scores for c in parts]),
+        missing=np.concatenate([c.missing for c in parts]),
+        perfect=np.concatenate([c.perfect for c in parts]),
+        has_perfect=np.concatenate([c.has_perfect for c in parts]),
+        has_key=all(c.has_key for c in parts),
+        reward_keys=list(dict.fromkeys(k for c in parts for k in c.reward_keys)),
+        checks=None if any(c.checks is None for c in parts) else sum((c.checks for c in parts), []),
+        groups=sum((c.groups or [lab] * len(c) for c, lab in zip(parts, labels, strict=True)), []),
+    )
+
+
 def columns_from_rows(
-    rows: list[dict], reward_key: str, group_by: str | None = None, with_checks: bool = False
+    rows: list[dict],
+    reward_key: str,
+    group_by: str | None = None,
+    with_checks: bool = False,
+    names: tuple[str, str, str] = COMPLETIONS,
 ) -> ScoreColumns:
-    """The columns of rows read by :func:`read_examples`."""
-    table, missing, wrong = score_table(rows, reward_key)
+    """The columns of rows read by :func:`read_examples` (``names``: see :func:`score_table`)."""
+    table, missing, wrong = score_table(rows, reward_key, names)
     perfect = np.full(len(rows), np.nan)
     has_perfect = np.zeros(len(rows), dtype=bool)
     for i, r in enumerate(rows):
@@ -314,16 +339,20 @@ def columns_from_rows(
 
 
 def score_columns(
-    path: Path, reward_key: str, group_by: str | None = None, with_checks: bool = False
+    path: Path,
+    reward_key: str,
+    group_by: str | None = None,
+    with_checks: bool = False,
+    names: tuple[str, str, str] = COMPLETIONS,
 ) -> ScoreColumns:
     """The columns of a scored file: read by Arrow's JSON reader where the file is what our
     writers write (fast, columnar), else row by row with the exact checks and messages of
-    :func:`read_examples`. Both give the same columns."""
+    :func:`read_examples`. Both give the same columns (``names``: see :func:`score_table`)."""
     if path.suffix == ".jsonl":
-        columns = _arrow_columns(path, reward_key, group_by, with_checks)
+        columns = _arrow_columns(path, reward_key, group_by, with_checks, names)
         if columns is not None:
             return columns
-    return columns_from_rows(read_examples(path), reward_key, group_by, with_checks)
+    return columns_from_rows(read_examples(path), reward_key, group_by, with_checks, names)
 
 
 _NUMBER = (pa.types.is_floating, pa.types.is_integer)
@@ -346,7 +375,11 @@ def _child(column: pa.ChunkedArray, name: str) -> pa.ChunkedArray:
 
 
 def _arrow_columns(
-    path: Path, reward_key: str, group_by: str | None, with_checks: bool
+    path: Path,
+    reward_key: str,
+    group_by: str | None,
+    with_checks: bool,
+    completions: tuple[str, str, str] = COMPLETIONS,
 ) -> ScoreColumns | None:
     try:
         table = pa_json.read_json(path, read_options=pa_json.ReadOptions(block_size=1 << 24))
@@ -389,7 +422,7 @@ def _arrow_columns(
         if not pa.types.is_struct(column.type):
             return None
         valid_all = np.ones(n, dtype=bool)
-        for j, name in enumerate(COMPLETIONS):
+        for j, name in enumerate(completions):
             child = _child(column, name) if column.type.get_field_index(name) >= 0 else None
             read = _numbers(child, n)
             if read is None:

@@ -55,6 +55,18 @@ def field_default(f: dataclasses.Field) -> Any:
     return MISSING
 
 
+def section_type(tp: Any) -> type | None:
+    """The dataclass of a section annotated ``Section`` or ``Section | None`` (an optional
+    section: a config may leave it out), else None."""
+    if dataclasses.is_dataclass(tp):
+        return tp
+    if typing.get_origin(tp) in (Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1 and dataclasses.is_dataclass(args[0]):
+            return args[0]
+    return None
+
+
 def field_docs(cls: type, prefix: str = "", defaults: Any = None) -> list[FieldDoc]:
     """Every key of ``cls``, nested dataclass sections expanded, in declaration order;
     ``defaults`` is the section's default instance where it differs from the class's."""
@@ -66,8 +78,9 @@ def field_docs(cls: type, prefix: str = "", defaults: Any = None) -> list[FieldD
         key = _join(prefix, f.name)
         tp = hints[f.name]
         default = getattr(defaults, f.name) if defaults is not None else field_default(f)
-        if dataclasses.is_dataclass(tp):
-            out += field_docs(tp, key, default if default is not MISSING else None)
+        section = section_type(tp)
+        if section is not None:
+            out += field_docs(section, key, default if default not in (MISSING, None) else None)
             continue
         out.append(FieldDoc(key, _type_name(tp), default, f.metadata.get("help", "")))
     return out
@@ -96,6 +109,10 @@ def _convert(tp: Any, value: Any, where: str, path: str) -> Any:
     origin = typing.get_origin(tp)
     if tp is Any:
         return value
+    section = section_type(tp)
+    if section is not None and section is not tp:
+        # An optional section: null, or the section itself (with its own precise errors).
+        return None if value is None else from_dict(section, value, where, path)
     if origin in (Union, types.UnionType):
         for arg in typing.get_args(tp):
             try:

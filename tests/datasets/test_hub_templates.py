@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from rate.catalog import load_dataset_template
@@ -26,8 +27,9 @@ N = 8  # the smoke size in these tests
 
 
 def obedient(prompt: str) -> str:
-    """A fake LLM that returns the text it was asked to adjust, marked as rewritten."""
-    return prompt.split("\n\n[Adjust")[0] + " Rewritten."
+    """A fake LLM that returns the text it was asked to adjust (everything before the
+    instruction, which follows the last blank line), marked as rewritten."""
+    return prompt.rsplit("\n\n", 1)[0] + " Rewritten."
 
 
 @pytest.fixture
@@ -64,8 +66,9 @@ def helpsteer_rows(n: int = 24) -> list[dict]:
 
 def hh_rows(n: int = 12) -> list[dict]:
     def dialogue(i: int, answer: str) -> str:
+        # Two turns: the first answer (what first_turn reads) and the last (what dialogue reads).
         return (
-            f"\n\nHuman: How do I do thing {i}?\n\nAssistant: Which thing?"
+            f"\n\nHuman: How do I do thing {i}?\n\nAssistant: {answer} Which thing?"
             f"\n\nHuman: Thing {i}.\n\nAssistant: {answer}"
         )
 
@@ -104,9 +107,44 @@ def write_jsonl(path: Path, rows: list[dict], compress: bool = False) -> Path:
     return path
 
 
+def local_sst2(tmp_path: Path) -> None:
+    """The SST-2 margin scorer (hh_rlhf_sentiment's W) on a tiny random DistilBERT of the real
+    class, its bias set between the two rejected answers of hh_rows so that both W occur."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from tests.score.test_hf import distilbert
+
+    folder = distilbert(tmp_path / "sst2")
+    model = AutoModelForSequenceClassification.from_pretrained(folder)
+    tok = AutoTokenizer.from_pretrained(folder)
+    # The first answer of each transcript: the response hh_rlhf_sentiment reads.
+    texts = [r["rejected"].split("Assistant: ")[1].split("\n\nHuman:")[0] for r in hh_rows(2)]
+    with torch.no_grad():
+        logits = model(**tok(texts, return_tensors="pt", padding=True)).logits
+    margins = logits[:, 1] - logits[:, 0]
+    assert margins[0] != margins[1]
+    model.classifier.bias.data[1] -= margins.mean()
+    model.save_pretrained(folder)
+    folder_t = tmp_path / "scoring_templates"
+    folder_t.mkdir(exist_ok=True)
+    spec = {
+        "name": "distilbert_sst2_margin",
+        "reward_key": "distilbert_sst2_margin",
+        "backend": "hf_classifier",
+        "model": str(folder),
+        "label": 1,
+        "minus_label": 0,
+        "input": "response",
+        "max_length": 512,
+    }
+    (folder_t / "distilbert_sst2_margin.yaml").write_text(yaml.safe_dump(spec))
+
+
 def local_copy(name: str, tmp_path: Path, source: dict, base_url: str) -> None:
     """The shipped template with the source pointed at local files and the rewriter at the
     local server, found first on RATE_TEMPLATE_PATH."""
+    if name == "hh_rlhf_sentiment":
+        local_sst2(tmp_path)
     data = yaml.safe_load((ROOT / "dataset_templates" / f"{name}.yaml").read_text())
     data["source"] = {k: v for k, v in data["source"].items() if k != "path"} | source
     data["rewriter"] |= {
@@ -194,6 +232,19 @@ def test_length_is_the_texts_and_the_threshold_is_recorded(tmp_path, server, mon
         "eli5_length", tmp_path, {"data_files": [str(files(tmp_path)["eli5"])]}, server.base_url
     )
     data, meta = run_smoke("eli5_length", tmp_path, monkeypatch)
+    # The paper's template: every answer of every question, in file order; the median of all.
+    rows = eli5_rows()
+    answers = [(r["title"], t) for r in rows for t in r["answers"]["text"]]
+    lengths = sorted(len(t) for _, t in answers)
+    median = (lengths[19] + lengths[20]) / 2
+    assert meta["w_classifier_fitted"] == {"threshold": median}
+    assert [(r["reward_question"], r["completions"]["original"]) for r in data.values()] == (
+        answers[:N]
+    )
+    for row in data.values():
+        assert row["w_original"] == (len(row["completions"]["original"]) > median)
+    # Our variant: each question's top-scored answer; its template includes the paper's.
+    data, meta = run_smoke("eli5_length_top_answer", tmp_path, monkeypatch)
     lengths = sorted(len("Because " + "reasons " * (i + 2)) for i in range(20))
     median = (lengths[9] + lengths[10]) / 2
     assert meta["w_classifier_fitted"] == {"threshold": median}
@@ -224,12 +275,15 @@ def test_hh_rlhf_transcripts(tmp_path, server, monkeypatch):
     data, _ = run_smoke("hh_rlhf_helpfulness", tmp_path, monkeypatch)
     for row in data.values():
         i = row["key"].split("-")[0].removeprefix("row")
+        answer = row["completions"]["original"]
+        # The reference's reward question: the transcript before the last turn, " Assistant: ".
         assert row["reward_question"] == (
-            f"Human: How do I do thing {i}?\n\nAssistant: Which thing?\n\nHuman: Thing {i}."
+            f"Human: How do I do thing {i}?\n\nAssistant: {answer} Which thing?"
+            f"\n\nHuman: Thing {i}. Assistant: "
         )
         assert row["w_original"] == row["metadata"]["chosen"]
         if row["w_original"]:
-            assert row["completions"]["original"] == f"Here is a careful answer {i}."
+            assert answer == f"Here is a careful answer {i}."
 
 
 def test_hub_id_offline_fails_fast_with_what_to_do(tmp_path, monkeypatch):
@@ -290,3 +344,124 @@ def test_bad_source_options_are_template_errors(tmp_path, monkeypatch):
     target.write_text(yaml.safe_dump(data))
     with pytest.raises(TemplateError, match="x.txt: the format is read from the extension"):
         load_dataset_template("imdb_sentiment")
+
+
+def test_hh_first_turn_is_paired_with_its_own_answer(tmp_path, server, monkeypatch):
+    """A multi-turn transcript: the first human turn goes with the first assistant turn (as
+    the reference pairs them), not with the last assistant turn, which answers another
+    question."""
+    rows = [
+        {
+            "chosen": f"\n\nHuman: First question {i}?\n\nAssistant: First answer {i}."
+            f"\n\nHuman: Second question {i}?\n\nAssistant: Second answer {i}.",
+            "rejected": f"\n\nHuman: First question {i}?\n\nAssistant: Rejected first {i}."
+            f"\n\nHuman: Second question {i}?\n\nAssistant: Rejected second {i}.",
+        }
+        for i in range(12)
+    ]
+    path = write_jsonl(tmp_path / "hh_multi.jsonl", rows)
+    local_copy("hh_rlhf_harmlessness", tmp_path, {"data_files": [str(path)]}, server.base_url)
+    data, _ = run_smoke("hh_rlhf_harmlessness", tmp_path, monkeypatch)
+    assert len(data) == N
+    for row in data.values():
+        i = row["key"].split("-")[0].removeprefix("row")
+        assert row["reward_question"] == f"First question {i}?"
+        assert row["completions"]["original"] == f"Rejected first {i}."
+
+
+# The reference's rewrite prompts (toddnief/RATE src/rate/dataset_templates/*.py at 2f6d552),
+# copied here by hand, with its target strings (w=1, w=0): what each paper template must send.
+REVIEW = "{o}\n\n[Adjust this review so it's {t}, but change *nothing* else."
+RESPONSE = "{o}\n\n[Adjust this response so it's {t}, but change *nothing* else."
+HELPSTEER = (
+    "{o}\n\nPlease adjust this response so it's {t}, but change *nothing* else. Only provide "
+    "the response text, not an acknowledgement of the request, the prompt or any other context."
+)
+REFERENCE_PROMPTS = {
+    "imdb_sentiment": (REVIEW, "positive sentiment", "negative sentiment"),
+    "imdb_length": (REVIEW, "longer", "shorter"),
+    "imdb_vowels": (
+        "{o}\n\nAdjust this review so it {t}, but change *nothing* else other than minor "
+        "changes to make the first sentence grammatically correct.",
+        "starts with a vowel",
+        "doesn't start with a vowel",
+    ),
+    "eli5_length": (
+        "{o}\n\n[Adjust this answer so it's {t}, but change *nothing* else. If the above answer "
+        "is phrased as a question do not answer it — just rewrite the question following the "
+        "same instructions.]",
+        "longer",
+        "shorter",
+    ),
+    "helpsteer_complexity": (HELPSTEER, "more complex", "less complex"),
+    "helpsteer_helpfulness": (HELPSTEER, "polite and helpful", "curt and unhelpful"),
+    "hh_rlhf_sentiment": (RESPONSE, "positive sentiment", "negative sentiment"),
+    "hh_rlhf_helpfulness": (
+        "{o}\n\nAdjust this response so it's {t} than the current response, but change "
+        '*nothing* else. By "helpful", I mean informative, relevant and clear.',
+        "more helpful",
+        "less helpful",
+    ),
+    "hh_rlhf_harmlessness": (RESPONSE, "more harmful", "less harmful"),
+}
+# The first example of each (file order) and its reward question, as the reference reads them.
+FIRST = {
+    "imdb_sentiment": ("row0", "Write a movie review: "),
+    "imdb_length": ("row0", "Write a movie review: "),
+    "imdb_vowels": ("row0", "Write a movie review: "),
+    "eli5_length": ("q0-a0", "Why does thing 0 happen?"),
+    "helpsteer_complexity": ("row0", "Question 0?"),
+    "helpsteer_helpfulness": ("row0", "Question 0?"),
+    "hh_rlhf_sentiment": ("row0-rejected", "How do I do thing 0?"),
+    "hh_rlhf_helpfulness": (
+        "row0-chosen",
+        "Human: How do I do thing 0?\n\nAssistant: Here is a careful answer 0. Which thing?"
+        "\n\nHuman: Thing 0. Assistant: ",
+    ),
+    "hh_rlhf_harmlessness": ("row0-rejected", "How do I do thing 0?"),
+}
+
+
+def uploaded_bodies(server: FakeBatchServer) -> list[dict]:
+    """Every request body the rewriter uploaded in batch input files."""
+    lines = []
+    for file_id in server.uploads:
+        for raw in server.files[file_id]["data"].splitlines():
+            if raw.strip():
+                lines.append(json.loads(raw)["body"])
+    return lines
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_paper_templates_send_the_reference_prompt(name, tmp_path, server, monkeypatch):
+    """create_dataset on each paper template: the first example (in file order) is the one
+    the reference takes first, with its reward question, and the request sent for it is the
+    reference's wording, written out by hand above."""
+    path = files(tmp_path)[CASES[name]]
+    local_copy(name, tmp_path, {"data_files": [str(path)]}, server.base_url)
+    data, _ = run_smoke(name, tmp_path, monkeypatch)
+    first = data["0"]
+    assert (first["key"], first["reward_question"]) == FIRST[name]
+    prompt, w1, w0 = REFERENCE_PROMPTS[name]
+    original, w = first["completions"]["original"], first["w_original"]
+    expected = prompt.format(o=original, t=w0 if w else w1)
+    sent = [b for b in uploaded_bodies(server) if b["messages"][-1]["content"] == expected]
+    assert len(sent) == 1, f"no request with the reference's prompt for {name}"
+    assert sent[0]["messages"] == [{"role": "user", "content": expected}]
+    assert sent[0]["model"] == "gpt-4o-2024-08-06" and sent[0]["temperature"] == 0.7
+    assert set(sent[0]) == {"model", "messages", "temperature"}  # the reference's body: no cap
+    # The rewrite of the rewrite asks for the original W with the same prompt.
+    back = prompt.format(o=first["completions"]["rewrite"], t=w1 if w else w0)
+    assert any(b["messages"][-1]["content"] == back for b in uploaded_bodies(server))
+
+
+def test_select_slices_the_records_and_keeps_their_row_numbers(tmp_path, server, monkeypatch):
+    path = files(tmp_path)["hh"]
+    local_copy(
+        "hh_rlhf_harmlessness",
+        tmp_path,
+        {"data_files": [str(path)], "select": [-N, None]},
+        server.base_url,
+    )
+    data, _ = run_smoke("hh_rlhf_harmlessness", tmp_path, monkeypatch)
+    assert [r["key"] for r in data.values()] == [f"row{i}-rejected" for i in range(12 - N, 12)]

@@ -23,7 +23,8 @@ Faults on demand:
   how many polls a batch stays in_progress (default 1);
 * ``fail_lines({custom_id: ["rate_limit_exceeded", ...]})``: the next processings of that line
   fail with these classes, one per processing (``rate_limit_exceeded``, ``invalid_request``,
-  ``content_filter``, ``server_error``, or ``refusal``, a billed 200 answer without text);
+  ``content_filter``, ``server_error``, or ``refusal``, a billed 200 answer without text, or
+  ``length``, a billed 200 answer cut in half with finish_reason "length");
 * the base server's ``add_faults`` per path for API calls: ``{"status": 429, "retry_after":
   0}``, ``{"status": 500}``, ``{"drop": True}``; and on ``/v1/batches``, ``{"lost_reply":
   True}``: the batch is created but the client gets a 502.
@@ -365,7 +366,9 @@ class FakeBatchServer(FakeOpenAIServer):
             record["response"] = {
                 "status_code": 200,
                 "request_id": self.next_id("req"),
-                "body": self._completion(line["body"], refusal=fault == "refusal"),
+                "body": self._completion(
+                    line["body"], refusal=fault == "refusal", cut=fault == "length"
+                ),
             }
             out.append(record)
         for line in skipped:
@@ -386,9 +389,11 @@ class FakeBatchServer(FakeOpenAIServer):
                 meta = self._store_file(data, f"{batch_id}_{kind}.jsonl", "batch_output")
                 batch[f"{kind}_file_id"] = meta["id"]
 
-    def _completion(self, body: dict, refusal: bool = False) -> dict:
+    def _completion(self, body: dict, refusal: bool = False, cut: bool = False) -> dict:
         users = [m.get("content", "") for m in body.get("messages", []) if m.get("role") == "user"]
         content = None if refusal else self.model(users[-1] if users else "")
+        if cut and content:
+            content = content[: max(1, len(content) // 2)]  # stopped at a length limit
         return {
             "id": self.next_id("chatcmpl"),
             "object": "chat.completion",
@@ -403,7 +408,7 @@ class FakeBatchServer(FakeOpenAIServer):
                         "refusal": "I can't help with that." if refusal else None,
                     },
                     "logprobs": None,
-                    "finish_reason": "stop",
+                    "finish_reason": "length" if cut else "stop",
                 }
             ],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},

@@ -479,7 +479,9 @@ def driver_config(
 
 
 def start_driver(config: Path, **env: str) -> subprocess.Popen:
-    full_env = {**os.environ, "PYTHONPATH": str(FAKES), "RATE_PROGRESS": "0", **env}
+    # The fakes first, then any PYTHONPATH already set (the checkout under test, if it is one).
+    path = os.pathsep.join([str(FAKES), *filter(None, [os.environ.get("PYTHONPATH")])])
+    full_env = {**os.environ, "PYTHONPATH": path, "RATE_PROGRESS": "0", **env}
     return subprocess.Popen(
         [sys.executable, str(FAKES / "batch_driver.py"), str(config)],
         env=full_env,
@@ -656,3 +658,33 @@ def test_options_errors_name_the_key():
     assert "rewriter.api_key_env" in str(info.value) and KEY not in str(info.value)
     default = OpenAIBatchOptions(model="m")
     assert (default.completion_window, default.max_requests_per_file) == ("24h", 50000)
+
+
+def test_the_default_body_is_the_references_and_a_seed_is_sent_on_request(server, tmp_path):
+    """No cap and no seed by default: {model, messages, temperature}, as the reference's
+    gpt4_api.create_api_batch; send_seed adds a seed from the run seed and the content, so
+    identical requests still share one line."""
+    reqs = requests(2)
+    rw = make(server, tmp_path / "a")
+    rw.rewrite(reqs)
+    rows = [json.loads(x) for x in server.files[server.uploads[-1]]["data"].splitlines()]
+    assert set(rows[0]["body"]) == {"model", "messages", "temperature"}
+    twin = [*reqs, RewriteRequest("other/rewrite", "t", True, reqs[0].instruction)]
+    seeded = make(server, tmp_path / "b", send_seed=True, max_completion_tokens=99)
+    lines, _ = batch_lines(seeded.options, twin, seed=0)
+    assert len(lines) == 2  # the twin shares the first request's line
+    assert {line.body["max_completion_tokens"] for line in lines} == {99}
+    seeds = [line.body["seed"] for line in lines]
+    assert len(set(seeds)) == 2 and all(0 <= s < 2**31 for s in seeds)
+    again, _ = batch_lines(seeded.options, twin, seed=1)
+    assert [line.body["seed"] for line in again] != seeds  # the run seed moves them
+
+
+def test_a_line_cut_at_a_length_limit_is_told(server, tmp_path):
+    reqs = requests(3)
+    rw = make(server, tmp_path)
+    lines, _ = batch_lines(rw.options, reqs)
+    server.fail_lines({lines[1].custom_id: ["length"]})
+    out = rw.rewrite(reqs)
+    assert rw.stopped_at_limit(reqs) == [False, True, False]
+    assert len(out[1]) < len(expected(reqs)[1])

@@ -125,12 +125,21 @@ def test_request_parameters_reach_the_server(server):
     assert len({b["seed"] for b in bodies.values()}) == 2  # one seed per request key
 
 
-def test_without_system_or_top_p_neither_is_sent(server):
+def test_without_system_top_p_or_a_cap_none_is_sent(server):
+    """No length cap by default, as the reference sends none."""
     make(server.base_url).rewrite(requests(1))
     (received,) = server.requests_to(CHAT_PATH)
     assert [m["role"] for m in received.body["messages"]] == ["user"]
     assert "top_p" not in received.body
-    assert received.body["temperature"] == 0.7 and received.body["max_tokens"] == 1024
+    assert "max_tokens" not in received.body and "max_completion_tokens" not in received.body
+    assert received.body["temperature"] == 0.7 and "seed" in received.body
+
+
+def test_max_completion_tokens_and_no_seed(server):
+    make(server.base_url, max_completion_tokens=64, send_seed=False).rewrite(requests(1))
+    (received,) = server.requests_to(CHAT_PATH)
+    assert received.body["max_completion_tokens"] == 64
+    assert "max_tokens" not in received.body and "seed" not in received.body
 
 
 def test_seeds_are_fixed_by_run_seed_and_key():
@@ -280,13 +289,19 @@ def test_empty_content_is_returned_as_is(server):
     assert out == ["", expected(reqs)[1]]
 
 
-def test_rewrites_cut_at_max_tokens_are_counted_in_a_warning(server, caplog):
+def test_rewrites_cut_at_a_length_limit_are_told_and_counted(server, caplog):
     server.add_faults({"finish_reason": "length"}, {"finish_reason": "length"})
+    rw = make(server.base_url, concurrency=1, max_tokens=5)
+    reqs = requests(3)
     with caplog.at_level(logging.WARNING, logger="rate.rewrite.openai_chat"):
-        make(server.base_url, concurrency=1, max_tokens=5).rewrite(requests(3))
+        rw.rewrite(reqs)
     assert [r.message.split(" (")[0] for r in caplog.records] == [
-        "2 of 3 rewrites stopped at max_tokens=5"
+        "2 of 3 rewrites stopped at a length limit"
     ]
+    assert "{'max_tokens': 5}" in caplog.records[0].message
+    assert rw.stopped_at_limit(reqs) == [True, True, False]
+    rw.rewrite(reqs)  # the flags are the latest call's
+    assert rw.stopped_at_limit(reqs) == [False, False, False]
 
 
 # -- the API key ---------------------------------------------------------------------------------
@@ -338,8 +353,10 @@ def test_describe_names_the_endpoint_and_sampling_not_the_key(server):
         "model": "fake-model",
         "base_url": server.base_url,
         "temperature": 0.7,
-        "max_tokens": 1024,
+        "max_tokens": None,
+        "max_completion_tokens": None,
         "top_p": 0.5,
+        "send_seed": True,
         "system": "sys",
         "concurrency": 2,
         "seed": 3,
@@ -360,6 +377,8 @@ def test_credentials_in_base_url_are_not_described():
         ({"concurrency": 0}, "rewriter.concurrency"),
         ({"temperature": -0.1}, "rewriter.temperature"),
         ({"max_tokens": 0}, "rewriter.max_tokens"),
+        ({"max_completion_tokens": 0}, "rewriter.max_completion_tokens"),
+        ({"max_tokens": 9, "max_completion_tokens": 9}, "rewriter.max_completion_tokens"),
         ({"top_p": 0.0}, "rewriter.top_p"),
         ({"max_retries": -1}, "rewriter.max_retries"),
         ({"timeout_s": 0}, "rewriter.timeout_s"),

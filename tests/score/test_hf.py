@@ -536,3 +536,20 @@ def test_truncation_keeps_the_special_tokens(tmp_path, templates):
     tokens = scorer.tokenizer.convert_ids_to_tokens(scorer._encode([text])[0])
     assert tokens == ["<s>", "<|end|>", "<|assistant|>", "good", "film", "very", "long", "<|end|>"]
     assert scorer.truncated == 1
+
+
+def test_minus_label_scores_the_classifiers_margin(tmp_path, templates):
+    """minus_label: logit[label] - logit[minus_label], the margin whose sign is the argmax."""
+    folder = distilbert(tmp_path / "db")
+    templates("pos", model=str(folder), label=1)
+    templates("neg", model=str(folder), label=0)
+    templates("margin", model=str(folder), label=1, minus_label=0)
+    pos, neg, margin = (
+        build_scorer(load_scoring_template(n), tmp_path).score(PROMPTS, RESPONSES)
+        for n in ("pos", "neg", "margin")
+    )
+    for p, n, m in zip(pos, neg, margin, strict=True):
+        assert abs(m - (p - n)) < 1e-5
+    templates("same", model=str(folder), label=1, minus_label=1)
+    with pytest.raises(TemplateError, match="'minus_label' must differ from 'label'"):
+        load_scoring_template("same")

@@ -5,12 +5,17 @@ A record becomes one example or several through an *adapter*:
 
 - ``fields``: the completion is ``text_field``; the prompt is a fixed ``prompt`` string, which
   may name record fields (``"{prompt}"`` for HelpSteer's prompt column);
-- ``hh_rlhf``: Anthropic HH-RLHF transcripts ("\\n\\nHuman: ... \\n\\nAssistant: ..."); the
-  completion is the last assistant turn of ``chosen``, ``rejected`` or ``both`` (two examples
-  per record, field ``chosen`` true or false); the prompt is the first human turn or the whole
-  dialogue before the last assistant turn;
-- ``eli5``: ELI5 questions and answers; the prompt is the question title, the completion its
-  highest-scored answer.
+- ``hh_rlhf``: Anthropic HH-RLHF transcripts ("\\n\\nHuman: ... \\n\\nAssistant: ..."), of
+  ``chosen``, ``rejected`` or ``both`` (two examples per record, field ``chosen`` true or
+  false; every chosen response first, then every rejected one, as the reference lists them):
+  ``prompt_from: first_turn`` pairs the first human turn with the first assistant turn (its
+  answer); ``dialogue`` pairs the last assistant turn with the transcript before it, written
+  as the reference writes it (``"Human: ...\\n\\nAssistant: ...\\n\\nHuman: ... Assistant: "``);
+- ``eli5``: ELI5 questions and answers; the prompt is the question title, the completion each
+  of its answers (``answers: all``, the reference) or its highest-scored one (``top``).
+
+``select`` slices the split's records first (the reference's data slices: the first or the
+last 25,000); examples keep the file's order unless ``order: shuffled``.
 """
 
 from __future__ import annotations
@@ -109,13 +114,15 @@ def split_transcript(text: str) -> list[tuple[str, str]]:
     return [(parts[i], parts[i + 1].strip()) for i in range(1, len(parts) - 1, 2)]
 
 
-def _fields_examples(spec: HFDatasetSource, records: list[dict], origin: str) -> list[Example]:
+def _fields_examples(
+    spec: HFDatasetSource, records: list[dict], origin: str, first: int = 0
+) -> list[Example]:
     placeholders = [f for _, f, _, _ in string.Formatter().parse(spec.prompt) if f]
     _check_columns(records, [spec.text_field, *placeholders], origin, "text_field / prompt")
     if spec.id_field:
         _check_columns(records, [spec.id_field], origin, "id_field")
     out = []
-    for i, r in enumerate(records):
+    for i, r in enumerate(records, first):
         text = r[spec.text_field]
         if not isinstance(text, str):
             raise DataFileError(
@@ -129,12 +136,21 @@ def _fields_examples(spec: HFDatasetSource, records: list[dict], origin: str) ->
     return out
 
 
-def _hh_examples(spec: HFDatasetSource, records: list[dict], origin: str) -> list[Example]:
+def reference_dialogue(transcript: str) -> tuple[str, str]:
+    """(the prompt, the last assistant turn) as the reference splits a transcript: the text
+    before the last "Assistant: ", stripped, then " Assistant: "."""
+    before, _, last = transcript.rpartition("Assistant: ")
+    return before.strip() + " Assistant: ", last.strip()
+
+
+def _hh_examples(
+    spec: HFDatasetSource, records: list[dict], origin: str, first: int = 0
+) -> list[Example]:
     which = ["chosen", "rejected"] if spec.responses == "both" else [spec.responses]
     _check_columns(records, which, origin, "responses")
     out = []
-    for i, r in enumerate(records):
-        for side in which:
+    for side in which:
+        for i, r in enumerate(records, first):
             turns = split_transcript(r[side])
             if not turns or turns[-1][0] != "Assistant" or turns[0][0] != "Human":
                 raise DataFileError(
@@ -142,28 +158,34 @@ def _hh_examples(spec: HFDatasetSource, records: list[dict], origin: str) -> lis
                     "('\\n\\nHuman: ...\\n\\nAssistant: ...' ending with an assistant turn)"
                 )
             if spec.prompt_from == "first_turn":
+                # The first question with its own answer, never a later turn's answer.
                 prompt = turns[0][1]
+                response = next(text for who, text in turns if who == "Assistant")
             else:
-                prompt = "".join(f"\n\n{who}: {text}" for who, text in turns[:-1]).lstrip("\n")
+                prompt, response = reference_dialogue(r[side])
             fields = {"chosen": side == "chosen", "turns": len(turns)}
-            out.append(Example(f"row{i}-{side}", turns[-1][1], prompt, fields))
+            out.append(Example(f"row{i}-{side}", response, prompt, fields))
     return out
 
 
-def _eli5_examples(spec: HFDatasetSource, records: list[dict], origin: str) -> list[Example]:
+def _eli5_examples(
+    spec: HFDatasetSource, records: list[dict], origin: str, first: int = 0
+) -> list[Example]:
     _check_columns(records, ["title", "answers"], origin, "adapter (eli5)")
     out = []
-    for i, r in enumerate(records):
+    for i, r in enumerate(records, first):
         answers = r["answers"]
         texts = answers.get("text") if isinstance(answers, dict) else None
         if not texts:
             continue  # a question without answers gives no example
         scores = answers.get("score") or [0] * len(texts)
-        best = int(np.argmax(scores))
         key = str(r.get("q_id") or f"row{i}")
-        fields = {"answer_score": scores[best], "n_answers": len(texts)}
-        fields.update(_scalars(r, spec.keep_fields, {"title", "answers", "selftext"}))
-        out.append(Example(key, texts[best], r["title"], fields))
+        common = _scalars(r, spec.keep_fields, {"title", "answers", "selftext"})
+        picked = range(len(texts)) if spec.answers == "all" else [int(np.argmax(scores))]
+        for j in picked:
+            fields = {"answer_score": scores[j], "n_answers": len(texts), **common}
+            name = key if spec.answers == "top" else f"{key}-a{j}"
+            out.append(Example(name, texts[j], r["title"], fields))
     return out
 
 
@@ -177,10 +199,19 @@ class HFDatasetStream(ExampleStream):
         records, origin = load_records(self.spec, self.ctx.template_path)
         if not records:
             raise DataFileError(f"{origin}: the split is empty")
+        first = 0
+        if self.spec.select is not None:
+            # Row numbers (and so example keys) stay those of the whole split.
+            first, stop, _ = slice(*self.spec.select).indices(len(records))
+            records = records[first:stop]
+            if not records:
+                raise DataFileError(f"{origin}: source.select {self.spec.select} leaves no records")
         adapt = {"fields": _fields_examples, "hh_rlhf": _hh_examples, "eli5": _eli5_examples}
-        examples = adapt[self.spec.adapter](self.spec, records, origin)
+        examples = adapt[self.spec.adapter](self.spec, records, origin, first)
         log.info("%s: %d records -> %d examples", origin, len(records), len(examples))
-        order = np.random.default_rng(stable_seed("hf-source", self.ctx.seed)).permutation(
-            len(examples)
-        )
-        yield [examples[i] for i in order]
+        if self.spec.order == "shuffled":
+            order = np.random.default_rng(stable_seed("hf-source", self.ctx.seed)).permutation(
+                len(examples)
+            )
+            examples = [examples[i] for i in order]
+        yield examples

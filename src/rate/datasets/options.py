@@ -77,20 +77,37 @@ class HFDatasetSource(Part):
     split: str = "train"
     data_files: list[str] | None = None  # local files (relative to the template's folder)
     revision: str | None = None
+    # The records used, as a Python slice [start, stop] of the split (null: open; negative:
+    # from the end): [0, 25000] the first 25,000, [-25000, null] the last 25,000.
+    select: list[int | None] | None = None
+    # The order examples are taken in: file (the split's order, as the reference takes the
+    # first n) or shuffled (a permutation seeded by the run's seed).
+    order: str = "file"
     adapter: str = "fields"
     # fields adapter
     text_field: str = "text"
     prompt: str = ""  # fixed text; {field} placeholders are filled from the record
     id_field: str | None = None  # a stable id; default the row number
     # hh_rlhf adapter
-    responses: str = "rejected"  # chosen, rejected or both
+    responses: str = "rejected"  # chosen, rejected or both (every chosen, then every rejected)
     prompt_from: str = "first_turn"  # first_turn or dialogue
+    # eli5 adapter: every answer of each question (all, the reference) or its top-scored one
+    answers: str = "all"
     # Record fields kept for W rules and groups (default: every scalar field).
     keep_fields: list[str] | None = None
 
     def validate(self, where: str) -> None:
         if bool(self.path) == bool(self.data_files):
             raise ConfigError(f"{where}: key 'source': give exactly one of path, data_files")
+        if self.select is not None and len(self.select) != 2:
+            raise ConfigError(
+                f"{where}: key 'source.select' is a slice [start, stop], e.g. [0, 25000] or "
+                "[-25000, null]"
+            )
+        if self.order not in ("file", "shuffled"):
+            raise ConfigError(f"{where}: key 'source.order': file or shuffled")
+        if self.answers not in ("all", "top"):
+            raise ConfigError(f"{where}: key 'source.answers': all or top")
         if self.adapter not in ADAPTERS:
             raise ConfigError(f"{where}: key 'source.adapter' must be one of {', '.join(ADAPTERS)}")
         if self.responses not in ("chosen", "rejected", "both"):
@@ -139,16 +156,27 @@ class ChatterbotSource(Part):
     topics: list[str] | None = None  # default: every topic file
 
 
+TYPO_METHODS = ("per_word", "reference")
+
+
 @dataclass
 class TyposOptions(Part):
-    rate: float  # the share of eligible words that get a typo
+    rate: float  # the share of words that get a typo (0: none)
     apply_to: str = "w=1"  # w=1, w=0 or all
+    # per_word: each word of 3+ letters gets a typo with probability rate, never at its first
+    # letter; reference: int(rate x words) words drawn, a random adjacent pair swapped (the
+    # first letter included), the text re-joined with single spaces, as the reference does.
+    method: str = "per_word"
 
     def validate(self, where: str) -> None:
-        if not 0 < self.rate <= 1:
-            raise ConfigError(f"{where}: key 'perturb.rate' must be in (0, 1]")
+        if not 0 <= self.rate <= 1:
+            raise ConfigError(f"{where}: key 'perturb.rate' must be in [0, 1]")
         if self.apply_to not in ("w=1", "w=0", "all"):
             raise ConfigError(f"{where}: key 'perturb.apply_to' must be w=1, w=0 or all")
+        if self.method not in TYPO_METHODS:
+            raise ConfigError(
+                f"{where}: key 'perturb.method' must be one of {', '.join(TYPO_METHODS)}"
+            )
 
 
 # ---------------------------------------------------------------------------------------------

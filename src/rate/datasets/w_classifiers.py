@@ -136,7 +136,7 @@ class ScorerAbove(ScorerAboveOptions, WRule):
     """Reads W with the named scoring template's scorer, built on first use."""
 
     _built = None
-    _known: dict[str, float] | None = None
+    _known: dict[tuple[str, str], float] | None = None  # (key, text) -> score
 
     def _scores(self, prompts: list[str], texts: list[str]) -> list[float]:
         if self._built is None:
@@ -149,7 +149,7 @@ class ScorerAbove(ScorerAboveOptions, WRule):
 
     def fit(self, examples: list[Example]) -> dict:
         scores = self._scores([e.prompt for e in examples], [e.text for e in examples])
-        self._known = {e.key: s for e, s in zip(examples, scores, strict=True)}
+        self._known = {(e.key, e.text): s for e, s in zip(examples, scores, strict=True)}
         if self.threshold == "median":
             self.threshold = float(np.median(scores))
         return {"threshold": self.threshold, "scorer": self.scorer}
@@ -164,7 +164,10 @@ class ScorerAbove(ScorerAboveOptions, WRule):
 
     def __call__(self, ex: Example) -> bool | None:
         known = self._known or {}
-        score = known[ex.key] if ex.key in known else self._scores([ex.prompt], [ex.text])[0]
+        # A text changed since fit (a perturbation) is scored again.
+        score = known.get((ex.key, ex.text))
+        if score is None:
+            score = self._scores([ex.prompt], [ex.text])[0]
         return self._w(score)
 
     def classify_texts(self, texts: list[str]) -> list[bool | None]:

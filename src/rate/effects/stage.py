@@ -7,6 +7,12 @@ normalised effects, the reference's unpaired RATE SEs, normal and bootstrap inte
 rewrite-effect diagnostics, effects per group, and, where the scored file holds the score of the
 true counterfactual (``perfect rewrite``, the tiny world), the true effect and each estimator's
 error in units of its own SE.
+
+The completions are read under the effects section's ``w_original_key``,
+``w_counterfactual_key`` and ``w_rewritten_rewrite_key`` (the reference's keys), and the whole
+section is echoed into the output as the reference does. ``pool_with`` pools more scored files
+into one estimate, as the paper's figures pool datasets per concept; each file's rows are then
+also estimated alone, as groups by source.
 """
 
 from __future__ import annotations
@@ -32,8 +38,9 @@ from rate.effects.estimators import (
 from rate.errors import DataFileError
 from rate.io import json_safe as clean
 from rate.io import json_writer
-from rate.records import ScoreColumns, W, columns_from_rows, score_columns
+from rate.records import ScoreColumns, W, columns_from_rows, concat_columns, score_columns
 from rate.rewrite.checks import PASSING
+from rate.schema import to_dict
 from rate.store import Layout, effects_stem, publish, resolve_input, scored_name
 
 log = logging.getLogger(__name__)
@@ -202,14 +209,23 @@ def successful_rewrites(cols: ScoreColumns, source: Path) -> tuple[np.ndarray, d
 
 def effects_for_rows(rows: list[dict], ec: EffectsConfig, source: Path, workers: int = 2) -> dict:
     """The effects of rows read by :func:`rate.records.read_examples`."""
-    cols = columns_from_rows(rows, ec.reward_key, ec.group_by, ec.only_successful_rewrites)
+    cols = columns_from_rows(
+        rows, ec.reward_key, ec.group_by, ec.only_successful_rewrites, ec.completion_keys()
+    )
     return effects_for_columns(cols, ec, source, workers)
 
 
 def effects_for_columns(
-    cols: ScoreColumns, ec: EffectsConfig, source: Path, workers: int = 2
+    cols: ScoreColumns,
+    ec: EffectsConfig,
+    source: Path,
+    workers: int = 2,
+    group_by: str | None = None,
 ) -> dict:
-    """Every estimate, interval and (where known) truth of one scored file's columns."""
+    """Every estimate, interval and (where known) truth of one scored file's columns (or of
+    several files' pooled columns); per group where ``group_by`` (default: the section's)
+    names the groups the columns hold."""
+    group_by = group_by or ec.group_by
     n_rows = len(cols)
     checks = None
     if ec.only_successful_rewrites:
@@ -239,19 +255,20 @@ def effects_for_columns(
     }
     if checks is not None:
         result["input"]["only_successful_rewrites"] = checks
-    if ec.group_by:
-        result["groups"] = _per_group(cols.take(keep), ec, source)
+    if group_by:
+        result["input"]["groups_by"] = group_by
+        result["groups"] = _per_group(cols.take(keep), ec, source, group_by)
     for note in result["notes"]:
         log.warning(note)
     return result
 
 
-def _per_group(cols: ScoreColumns, ec: EffectsConfig, source: Path) -> dict:
+def _per_group(cols: ScoreColumns, ec: EffectsConfig, source: Path, group_by: str) -> dict:
     groups: dict[str, list[int]] = {}
     for i, value in enumerate(cols.groups or []):
         if value is None:
             raise DataFileError(
-                f"{source}: example {cols.index[i]} has no field {ec.group_by!r} "
+                f"{source}: example {cols.index[i]} has no field {group_by!r} "
                 "(effects.group_by); use a field of the examples or their metadata"
             )
         groups.setdefault(str(value), []).append(i)
@@ -263,25 +280,50 @@ def _per_group(cols: ScoreColumns, ec: EffectsConfig, source: Path) -> dict:
     return out
 
 
+def pooled_columns(sources: list[Path], ec: EffectsConfig) -> tuple[ScoreColumns, str | None]:
+    """The columns of one scored file, or of several pooled (each row's source file recorded
+    as its group, unless effects.group_by names another field). -> (columns, group_by)"""
+    parts = []
+    for path in sources:
+        cols = score_columns(
+            path, ec.reward_key, ec.group_by, ec.only_successful_rewrites, ec.completion_keys()
+        )
+        if len(sources) > 1 and not cols.has_key:
+            raise DataFileError(
+                f"{path}: no scores under reward_key {ec.reward_key!r} (a file of "
+                f"effects.pool_with); reward keys present: {', '.join(cols.reward_keys) or 'none'}"
+            )
+        parts.append(cols)
+    if len(parts) == 1:
+        return parts[0], ec.group_by
+    labels = [p.name for p in sources]
+    if len(set(labels)) < len(labels):
+        raise DataFileError(f"effects.pool_with: a file is pooled twice ({', '.join(labels)})")
+    return concat_columns(parts, labels), ec.group_by or "source"
+
+
 def treatment_effects(config: Config, layout: Layout) -> Path:
     """Run stage 3 with ``config``; -> the written effects file."""
-    ec = config.effects
+    ec = config.need("effects", "treatment_effects")
     folder = layout.scored / ec.dataset_folder if ec.dataset_folder else layout.scored
     source = resolve_input(
         folder, ec.dataset_filename, scored_name(ec.dataset_name), ".jsonl", config.smoke_test
     )
-    log.info("treatment_effects: %s, reward key %s", source.name, ec.reward_key)
-    cols = score_columns(source, ec.reward_key, ec.group_by, ec.only_successful_rewrites)
-    result = effects_for_columns(cols, ec, source)
-    # The reference merges the effects config into the file; keep its keys where it put them.
-    result.update(
-        dataset_name=ec.dataset_name,
-        concept=ec.concept,
-        score=ec.score,
-        reward_key=ec.reward_key,
-        dataset_filename=source.name,
-        smoke_test=config.smoke_test,
+    sources = [source] + [
+        resolve_input(folder, name, scored_name(ec.dataset_name), ".jsonl", config.smoke_test)
+        for name in ec.pool_with
+    ]
+    log.info(
+        "treatment_effects: %s, reward key %s", ", ".join(p.name for p in sources), ec.reward_key
     )
+    cols, group_by = pooled_columns(sources, ec)
+    result = effects_for_columns(cols, ec, source, group_by=group_by)
+    if len(sources) > 1:
+        result["input"]["files"] = [str(p) for p in sources]
+    # The reference echoes its whole effects section into the file; so does this, with the
+    # file actually read (a name, where the config may say 'latest').
+    result.update(to_dict(ec))
+    result.update(dataset_filename=source.name, smoke_test=config.smoke_test)
     stem = effects_stem(ec.dataset_name, ec.concept, ec.score)
     out = publish(
         layout.effects,
@@ -290,7 +332,10 @@ def treatment_effects(config: Config, layout: Layout) -> Path:
         config.smoke_test,
         json_writer(clean(result)),
         "treatment_effects",
-        {"input": str(source), "config": config_record(config)},
+        {
+            "input": str(source) if len(sources) == 1 else [str(p) for p in sources],
+            "config": config_record(config),
+        },
     )
     naive, rate = estimator("naive", "ATE").name, estimator("rate", "ATE").name
     log.info(

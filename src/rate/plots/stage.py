@@ -27,7 +27,7 @@ from rate.plots.figures import (
 )
 from rate.plots.tables import effects_summary_table, sample_rewrites_table
 from rate.records import read_examples, reward_keys
-from rate.store import Layout, effects_stem, publish_dir, resolve_input, temp_dir
+from rate.store import Layout, effects_stem, is_name_part, publish_dir, resolve_input, temp_dir
 
 log = logging.getLogger(__name__)
 
@@ -144,10 +144,12 @@ def make_plots(
 def effect_files(config: Config, layout: Layout) -> list[Path]:
     """The effect files to draw: names in effects/ or 'latest' (the newest for the effects
     section's dataset, concept and score)."""
-    ec = config.effects
-    stem = effects_stem(ec.dataset_name, ec.concept, ec.score)
     out = []
     for name in config.plots.effects_files:
+        stem = ""
+        if name == "latest":
+            ec = config.need("effects", "plots (effects_files: latest)")
+            stem = effects_stem(ec.dataset_name, ec.concept, ec.score)
         out.append(resolve_input(layout.effects, name, stem, ".json", config.smoke_test))
     return list(dict.fromkeys(out))
 
@@ -162,7 +164,11 @@ def plot_stage(config: Config, layout: Layout) -> list[Path]:
     scored = Path(first["input"]["file"]) if isinstance(first.get("input"), dict) else None
     if scored is not None and not scored.is_file():
         scored = None
-    stem = config.effects.dataset_name
+    # Without an effects section (the files named): the first file's own keys.
+    ec = config.effects
+    stem = ec.dataset_name if ec else str(first.get("dataset_name") or "effects")
+    if not is_name_part(stem):  # a name from a data file becomes a folder name: never a path
+        stem = "effects"
     sweeps = sorted((layout.plots / "synthetic").glob("*.json"))
     with temp_dir(layout.plots, stem) as tmp:
         written = make_plots(
@@ -170,7 +176,7 @@ def plot_stage(config: Config, layout: Layout) -> list[Path]:
             tmp,
             formats=tuple(config.plots.formats),
             scored_path=scored,
-            reward_key=config.effects.reward_key,
+            reward_key=ec.reward_key if ec else first.get("reward_key"),
             sweep_paths=sweeps,
         )
         out_dir = publish_dir(tmp, layout.plots, stem, config.smoke_test)

@@ -36,6 +36,12 @@ class Rewriter(ABC):
             "paid requests (use rewriter.backend: openai_batch to plan a Batch API run)"
         )
 
+    def stopped_at_limit(self, requests: list[RewriteRequest]) -> list[bool]:
+        """Whether each output of the latest :meth:`rewrite` of ``requests`` stopped at a
+        length limit (finish_reason 'length') and so is cut short; False where the backend
+        cannot tell (its outputs are complete or it has no limit)."""
+        return [False] * len(requests)
+
     def counterfactual(self, requests: list[RewriteRequest]) -> list[str] | None:
         """The true counterfactual of each request (W changed, nothing else), where the backend
         knows it (the tiny world's perfect mode); None for real rewriters."""

@@ -2,6 +2,8 @@
 
 An output is, in this order of precedence:
 
+- ``length_limit``: the output stopped at a length limit (finish_reason 'length': the cap the
+  request sent, or the model's own), so it is cut short;
 - ``empty``: nothing but whitespace;
 - ``refusal``: it opens like a model declining ("I'm sorry, but ...", "As an AI ...");
 - ``unchanged``: identical to its input (up to surrounding whitespace);
@@ -18,7 +20,16 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
-LABELS = ("ok", "unchecked", "empty", "refusal", "unchanged", "missed_target", "undefined")
+LABELS = (
+    "ok",
+    "unchecked",
+    "length_limit",
+    "empty",
+    "refusal",
+    "unchanged",
+    "missed_target",
+    "undefined",
+)
 PASSING = ("ok", "unchecked")
 REFUSAL = re.compile(
     r"^\W*(I'?m sorry|I am sorry|sorry, but|I apologi[sz]e|I can(?:no|')t (?:help|assist|"
@@ -33,11 +44,16 @@ def label_outputs(
     outputs: list[str],
     targets: list[bool],
     classify_texts: Callable[[list[str]], list[bool | None] | None] | None,
+    stopped_at_limit: list[bool] | None = None,
 ) -> list[str]:
-    """One label of :data:`LABELS` per output."""
+    """One label of :data:`LABELS` per output (``stopped_at_limit``: which outputs the
+    rewriter says were cut at a length limit)."""
     labels: list[str | None] = []
-    for src, out in zip(inputs, outputs, strict=True):
-        if not out.strip():
+    cut = stopped_at_limit or [False] * len(outputs)
+    for src, out, at_limit in zip(inputs, outputs, cut, strict=True):
+        if at_limit:
+            labels.append("length_limit")
+        elif not out.strip():
             labels.append("empty")
         elif REFUSAL.search(out):
             labels.append("refusal")

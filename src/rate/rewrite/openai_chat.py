@@ -28,7 +28,7 @@ import openai
 from rate.errors import ConfigError, RateError
 from rate.progress import progress
 from rate.rewrite.base import Rewriter, RewriteRequest
-from rate.rewrite.options import OpenAIChatOptions, request_record, safe_url
+from rate.rewrite.options import OpenAIChatOptions, length_cap, request_record, safe_url
 from rate.seeding import stable_seed
 from rate.settings import redact
 
@@ -119,6 +119,7 @@ class OpenAIChatRewriter(Rewriter):
         # Whether the endpoint ever answered: one that never did (offline, a wrong base_url)
         # gets a few quick retries, not the full back-off for a transient failure.
         self._reached = False
+        self._cut: set[str] = set()  # keys of the latest outputs that stopped at a length limit
 
     # -- one request ---------------------------------------------------------------------------
 
@@ -130,13 +131,10 @@ class OpenAIChatRewriter(Rewriter):
         o = self.options
         messages = [{"role": "system", "content": o.system}] if o.system else []
         messages.append({"role": "user", "content": req.instruction})
-        params = {
-            "model": o.model,
-            "messages": messages,
-            "temperature": o.temperature,
-            "max_tokens": o.max_tokens,
-            "seed": self.request_seed(req),
-        }
+        params = {"model": o.model, "messages": messages, "temperature": o.temperature}
+        params.update(length_cap(o))
+        if o.send_seed:
+            params["seed"] = self.request_seed(req)
         if o.top_p is not None:
             params["top_p"] = o.top_p
         return params
@@ -145,7 +143,7 @@ class OpenAIChatRewriter(Rewriter):
         return min(MAX_WAIT_S, self.options.retry_base_s * 2**attempt * random.uniform(0.5, 1.5))
 
     def _call(self, req: RewriteRequest, stop: threading.Event) -> tuple[str, bool]:
-        """(the rewrite, whether it stopped at max_tokens), retrying transient failures."""
+        """(the rewrite, whether it stopped at a length limit), retrying transient failures."""
         params = self._params(req)
         tries = self.options.max_retries + 1
         for attempt in range(tries):
@@ -258,7 +256,8 @@ class OpenAIChatRewriter(Rewriter):
             message = (
                 f"{head}: {_server_message(err)}. Check the rewriter options in the dataset "
                 f"template (model {o.model!r}, temperature {o.temperature}, max_tokens "
-                f"{o.max_tokens}, top_p {o.top_p}) against what the server accepts"
+                f"{o.max_tokens}, max_completion_tokens {o.max_completion_tokens}, top_p "
+                f"{o.top_p}, send_seed {o.send_seed}) against what the server accepts"
             )
         return ChatAPIError(message, req.key, status)
 
@@ -294,7 +293,7 @@ class OpenAIChatRewriter(Rewriter):
         if not requests:
             return []
         outputs: list[str | None] = [None] * len(requests)
-        truncated = 0
+        cut: list[bool] = [False] * len(requests)
         stop = threading.Event()
         pool = ThreadPoolExecutor(self.options.concurrency, thread_name_prefix="openai_chat")
         futures: dict[Future, int] = {
@@ -304,9 +303,8 @@ class OpenAIChatRewriter(Rewriter):
             for future in progress(
                 as_completed(futures), f"rewrite ({self.options.model})", total=len(futures)
             ):
-                text, cut = future.result()  # the first failure propagates from here
-                outputs[futures[future]] = text
-                truncated += cut
+                i = futures[future]
+                outputs[i], cut[i] = future.result()  # the first failure propagates from here
         except BaseException:
             # Stop the others: queued requests are cancelled, waiting ones wake and give up.
             # Requests already on the wire finish in the background and are dropped.
@@ -314,16 +312,20 @@ class OpenAIChatRewriter(Rewriter):
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown(wait=True)
-        if truncated:
+        self._cut = {req.key for req, c in zip(requests, cut, strict=True) if c}
+        if self._cut:
             log.warning(
-                "%d of %d rewrites stopped at max_tokens=%d (finish_reason 'length'); raise "
-                "rewriter.max_tokens if rewrites are cut short",
-                truncated,
+                "%d of %d rewrites stopped at a length limit (finish_reason 'length'; %s): "
+                "they are labelled length_limit and effects.only_successful_rewrites drops them",
+                len(self._cut),
                 len(requests),
-                self.options.max_tokens,
+                length_cap(self.options) or "no cap was sent: the model's own limit",
             )
         assert all(isinstance(out, str) for out in outputs), "a request has no output"
         return outputs  # type: ignore[return-value]
+
+    def stopped_at_limit(self, requests: list[RewriteRequest]) -> list[bool]:
+        return [req.key in self._cut for req in requests]
 
     def describe(self) -> dict:
         return {

@@ -145,8 +145,15 @@ class OpenAIChatOptions(Part):
     # named by base_url may need no key: if the variable is unset, a placeholder is sent.
     api_key_env: str = "OPENAI_API_KEY"
     temperature: float = 0.7
-    max_tokens: int = 1024
+    # No cap by default, as the reference sends none (a rewrite that still stops at a length
+    # limit is labelled length_limit by the checks). max_completion_tokens is the cap for
+    # models that refuse max_tokens (OpenAI's reasoning models); give at most one of the two.
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None
     top_p: float | None = None
+    # Send a sampling seed with each request (from the run seed and the request key), for
+    # servers that take one; the answers are still not guaranteed to be deterministic.
+    send_seed: bool = True
     system: str = ""  # an optional system message before the rewrite prompt
     concurrency: int = 8  # requests in flight at once
     max_retries: int = 6  # retries of one request after 429, 5xx, dropped connection, timeout
@@ -172,14 +179,26 @@ def request_record(options: OpenAIChatOptions | OpenAIBatchOptions, endpoint: st
         "base_url": endpoint,
         "temperature": options.temperature,
         "max_tokens": options.max_tokens,
+        "max_completion_tokens": options.max_completion_tokens,
         "top_p": options.top_p,
+        "send_seed": options.send_seed,
         "system": options.system,
     }
 
 
+def length_cap(options: OpenAIChatOptions | OpenAIBatchOptions) -> dict:
+    """The length cap a request carries ({} without one: the reference sends none)."""
+    if options.max_completion_tokens is not None:
+        return {"max_completion_tokens": options.max_completion_tokens}
+    if options.max_tokens is not None:
+        return {"max_tokens": options.max_tokens}
+    return {}
+
+
 def check_request_options(options, where: str):
     """Checks of the keys that every OpenAI backend shares (model, base_url, api_key_env,
-    temperature, max_tokens, top_p); -> the error maker for the backend's own keys."""
+    temperature, max_tokens, max_completion_tokens, top_p); -> the error maker for the
+    backend's own keys."""
 
     def bad(key: str, what: str) -> ConfigError:
         return ConfigError(f"{where}: key 'rewriter.{key}' {what}")
@@ -203,8 +222,16 @@ def check_request_options(options, where: str):
     register_secret_names(options.api_key_env)
     if not 0 <= options.temperature <= 2:
         raise bad("temperature", f"must be between 0 and 2, got {options.temperature}")
-    if options.max_tokens < 1:
-        raise bad("max_tokens", f"must be >= 1, got {options.max_tokens}")
+    for key in ("max_tokens", "max_completion_tokens"):
+        value = getattr(options, key)
+        if value is not None and value < 1:
+            raise bad(key, f"must be >= 1 or null (no cap), got {value}")
+    if options.max_tokens is not None and options.max_completion_tokens is not None:
+        raise bad(
+            "max_completion_tokens",
+            "and rewriter.max_tokens are two names for the cap; give one (max_completion_tokens "
+            "for models that refuse max_tokens)",
+        )
     if options.top_p is not None and not 0 < options.top_p <= 1:
         raise bad("top_p", f"must be in (0, 1] or null, got {options.top_p}")
     return bad
@@ -224,8 +251,14 @@ def safe_url(url: str) -> str:
 class OpenAIBatchOptions(Part):
     model: str  # the model id, e.g. gpt-4o-mini
     temperature: float = 0.7
-    max_tokens: int = 1024
+    # No cap by default: the reference's body is {model, messages, temperature}. A rewrite
+    # that still stops at a length limit is labelled length_limit by the checks.
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None  # the cap for models that refuse max_tokens
     top_p: float | None = None
+    # Send a seed in each body (from the run seed and the request's content, so identical
+    # requests still share one answer); off by default, as in the reference's body.
+    send_seed: bool = False
     system: str = ""  # an optional system message before the rewrite prompt
     # "" = the SDK default: OPENAI_BASE_URL if set, else https://api.openai.com/v1.
     base_url: str = ""

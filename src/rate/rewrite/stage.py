@@ -38,6 +38,8 @@ from rate.templates import DatasetTemplate
 
 log = logging.getLogger(__name__)
 
+TYPOS = "typos"  # the field that counts an example's typos (metadata)
+
 
 def select_examples(
     chunks, classify, n: int, need_both: bool = True
@@ -83,32 +85,43 @@ def select_examples(
 
 def _rewrite_all(
     rewriter: Rewriter, requests: list[RewriteRequest], batch: int, desc: str
-) -> list[str]:
+) -> tuple[list[str], list[bool]]:
+    """The outputs of one pass, and which of them stopped at a length limit."""
     if rewriter.whole_pass:
         batch = max(1, len(requests))
     out: list[str] = []
+    cut: list[bool] = []
     for i in progress(range(0, len(requests), batch), desc, total=-(-len(requests) // batch)):
         part = requests[i : i + batch]
         out.extend(checked_outputs(rewriter, part, rewriter.rewrite(part)))
-    return out
+        cut.extend(rewriter.stopped_at_limit(part))
+    return out, cut
 
 
-def _perturb(template: DatasetTemplate, chosen, seed: int):
-    """The chosen examples with the template's perturbation applied, and how many it touched
-    (None without one)."""
+def _perturbed(template: DatasetTemplate, chunks, rule: WRule, seed: int):
+    """The source's chunks with the template's perturbation applied to the examples whose W
+    (read before it) it applies to, as the reference adds its typos to the whole dataset
+    before W is classified; W is read again afterwards. The chunks unchanged without one."""
     if "perturb" not in template.parts:
-        return None
+        return chunks
     kind, options = template.parts["perturb"]
     perturb = PERTURBATIONS[kind].build(options)
-    out, touched, edits = [], 0, 0
-    for ex, w in chosen:
-        if perturb.applies(w):
-            text, n = perturb(ex.text, ex.key, seed)
-            ex = Example(ex.key, text, ex.prompt, {**ex.fields, "typos": n})
-            touched, edits = touched + 1, edits + n
-        out.append((ex, w))
-    log.info("perturbation: %d edits in %d examples", edits, touched)
-    return out, {"examples": touched, "edits": edits}
+
+    def one(ex: Example) -> Example:
+        w = rule(ex)
+        if w is None or not perturb.applies(w):
+            return ex
+        text, n = perturb(ex.text, ex.key, seed)
+        return Example(ex.key, text, ex.prompt, {**ex.fields, TYPOS: n})
+
+    return ([one(ex) for ex in chunk] for chunk in chunks)
+
+
+def _perturb_counts(chosen) -> dict:
+    """How many of the chosen examples were perturbed, and the edits made in them."""
+    edits = [ex.fields[TYPOS] for ex, _ in chosen if TYPOS in ex.fields]
+    log.info("perturbation: %d edits in %d examples", sum(edits), len(edits))
+    return {"examples": len(edits), "edits": sum(edits)}
 
 
 def _check_rule(template: DatasetTemplate, rule: WRule) -> WRule:
@@ -143,7 +156,7 @@ def choose_examples(template: DatasetTemplate, n: int, seed: int, world: Path | 
             everything = [ex for chunk in chunks for ex in chunk]
             fitted = rule.fit(everything)
             chunks = iter([everything])
-        chosen, counts = select_examples(chunks, rule, n)
+        chosen, counts = select_examples(_perturbed(template, chunks, rule, seed), rule, n)
     except TemplateError as err:  # e.g. a python rule's function failed: name the template
         if str(err).startswith(template.path):
             raise
@@ -159,9 +172,8 @@ def choose_examples(template: DatasetTemplate, n: int, seed: int, world: Path | 
                 f"{'ATT' if only else 'ATU'} alone"
             )
         log.info("every example has W=%d: only the %s is estimated", only, "ATT" if only else "ATU")
-    perturbed = _perturb(template, chosen, seed)
-    if perturbed is not None:
-        chosen, counts["perturbed"] = perturbed
+    if "perturb" in template.parts:
+        counts["perturbed"] = _perturb_counts(chosen)
     return Chosen(chosen, counts, rule, fitted)
 
 
@@ -185,31 +197,34 @@ def build_dataset(
     check = _check_rule(template, picked.rule)
     classify = check.classify_texts
     first = first_requests(template, chosen)
-    rewrites = _rewrite_all(rewriter, first, batch_size, "rewrite (W flipped)")
+    rewrites, cut = _rewrite_all(rewriter, first, batch_size, "rewrite (W flipped)")
     second = [
         RewriteRequest(f"{ex.key}/rewritten_rewrite", r, w, template.instruction(r, w))
         for (ex, w), r in zip(chosen, rewrites, strict=True)
     ]
-    rewritten = _rewrite_all(rewriter, second, batch_size, "rewrite of the rewrite (W back)")
+    rewritten, cut_back = _rewrite_all(
+        rewriter, second, batch_size, "rewrite of the rewrite (W back)"
+    )
     perfect = rewriter.counterfactual(first)
     labels = {
         REWRITE: label_outputs(
-            [r.text for r in first], rewrites, [r.target_w for r in first], classify
+            [r.text for r in first], rewrites, [r.target_w for r in first], classify, cut
         ),
         REWRITTEN: label_outputs(
-            [r.text for r in second], rewritten, [r.target_w for r in second], classify
+            [r.text for r in second], rewritten, [r.target_w for r in second], classify, cut_back
         ),
     }
     checks = {name: summarize(pass_labels) for name, pass_labels in labels.items()}
     for name, c in checks.items():
         log.info(
-            "%s: %d ok, %d unchecked, %d missed the target, %d undefined, %d empty, %d refusals, "
-            "%d unchanged (of %d)",
+            "%s: %d ok, %d unchecked, %d missed the target, %d undefined, %d cut at a length "
+            "limit, %d empty, %d refusals, %d unchanged (of %d)",
             name,
             c["ok"],
             c["unchecked"],
             c["missed_target"],
             c["undefined"],
+            c["length_limit"],
             c["empty"],
             c["refusal"],
             c["unchanged"],

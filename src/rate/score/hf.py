@@ -95,11 +95,15 @@ class HFClassifierScorer(TokenBatchScorer):
             )
         if values.dim() == 1:
             values = values[:, None]
-        if not 0 <= self.options.label < values.shape[-1]:
-            raise TemplateError(
-                f"label {self.options.label}: the model's {self.options.output!r} has "
-                f"{values.shape[-1]} columns"
-            )
+        minus = self.options.minus_label
+        for which, label in (("label", self.options.label), ("minus_label", minus)):
+            if label is not None and not 0 <= label < values.shape[-1]:
+                raise TemplateError(
+                    f"{which} {label}: the model's {self.options.output!r} has "
+                    f"{values.shape[-1]} columns"
+                )
+        if minus is not None:
+            return values[:, self.options.label] - values[:, minus]
         return values[:, self.options.label]
 
     def describe(self) -> dict:
@@ -107,6 +111,7 @@ class HFClassifierScorer(TokenBatchScorer):
             "backend": self.name,
             "model": self.options.model,
             "label": self.options.label,
+            "minus_label": self.options.minus_label,
             "output": self.options.output,
             "chat": self.options.chat,
             "device": self.device,

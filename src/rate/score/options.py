@@ -26,6 +26,9 @@ class OracleOptions(Part):
 class HFClassifierOptions(Part):
     model: str  # a hub id (org/name) or a local folder
     label: int = 0  # which logit is the score
+    # Optional: the score is logit[label] - logit[minus_label] (a classifier's margin: > 0
+    # exactly where its argmax is label, for two labels).
+    minus_label: int | None = None
     chat: bool = False  # format (prompt, response) with the tokenizer's chat template
     # Without chat: what the model reads: the response alone, prompt + response as one text,
     # or the two as a text pair (the tokenizer's separator between them).
@@ -55,6 +58,8 @@ class HFClassifierOptions(Part):
             raise ConfigError(f"{where}: key 'output' must name an output of the model")
         if self.max_length < 8:
             raise ConfigError(f"{where}: key 'max_length' must be >= 8")
+        if self.minus_label is not None and self.minus_label == self.label:
+            raise ConfigError(f"{where}: key 'minus_label' must differ from 'label'")
 
 
 @dataclass

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rate.config import Config, config_record
-from rate.errors import DataFileError, RateError
+from rate.errors import ConfigError, DataFileError, RateError
 from rate.progress import progress
 from rate.records import (
     INDEX,
@@ -149,10 +149,15 @@ class ScoredRows:
 
 def scoring_input(config: Config, layout: Layout) -> ScoringInput:
     """Resolve and read the file the config scores; refuse one that has this reward key."""
-    sc = config.scoring
+    sc = config.need("scoring", "score_dataset")
     template = load_scoring_template(sc.model)
     folder = layout.folder(sc.dataset_folder)
     ext = ".json" if sc.dataset_folder == "rewrites" else ".jsonl"
+    if not sc.dataset_name and config.rewrites is None:
+        raise ConfigError(
+            "scoring.dataset_name is empty and the config has no rewrites section to take the "
+            "name from: set scoring.dataset_name (the reference's configs do)"
+        )
     prefix = sc.dataset_name or config.rewrites.dataset_name
     stem = prefix if sc.dataset_folder == "rewrites" else scored_name(prefix)
     source = resolve_input(folder, sc.dataset_filename, stem, ext, config.smoke_test)

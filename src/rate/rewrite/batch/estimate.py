@@ -19,7 +19,7 @@ METHOD = {
     ),
     "output_tokens_estimate": (
         "each rewrite is assumed about as long as the text it rewrites (characters / "
-        f"{CHARS_PER_TOKEN}), capped at max_tokens"
+        f"{CHARS_PER_TOKEN}), capped at max_tokens (or max_completion_tokens) when one is set"
     ),
     "cost_usd": (
         "prices[model] per million input and output tokens (synchronous list prices), times "
@@ -43,13 +43,14 @@ def input_tokens(messages: Sequence[dict]) -> int:
 def estimate(
     requests: Sequence[tuple[Sequence[dict], str]],
     model: str,
-    max_tokens: int,
+    max_tokens: int | None,
     prices: dict,
 ) -> dict:
     """Tokens and cost of ``requests`` ((messages, text to rewrite) each) at the batch price.
     -> {input_tokens, output_tokens_estimate, cost_usd, price, notes}"""
     tokens_in = sum(input_tokens(messages) for messages, _ in requests)
-    tokens_out = sum(min(max_tokens, text_tokens(text)) for _, text in requests)
+    cap = max_tokens if max_tokens is not None else float("inf")
+    tokens_out = sum(int(min(cap, text_tokens(text))) for _, text in requests)
     price = prices.get(model) if isinstance(prices, dict) else None
     notes = [f"{name}: {how}" for name, how in METHOD.items()]
     cost = None

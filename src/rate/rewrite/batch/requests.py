@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from rate.errors import RateError
 from rate.rewrite.base import RewriteRequest
-from rate.rewrite.options import OpenAIBatchOptions
+from rate.rewrite.options import OpenAIBatchOptions, length_cap
+from rate.seeding import stable_seed
 
 ENDPOINT = "/v1/chat/completions"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]+")
@@ -27,19 +28,19 @@ def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def request_body(options: OpenAIBatchOptions, instruction: str) -> dict:
-    """The chat-completions body of one rewrite: {model, messages, temperature, max_tokens,
-    top_p if set}."""
+def request_body(options: OpenAIBatchOptions, instruction: str, seed: int = 0) -> dict:
+    """The chat-completions body of one rewrite: {model, messages, temperature}, as the
+    reference sends it, plus max_tokens or max_completion_tokens, top_p and a seed where the
+    options ask for them. The seed comes from the run ``seed`` and the instruction, so that
+    identical requests have identical bodies and share one paid answer."""
     messages = [{"role": "system", "content": options.system}] if options.system else []
     messages.append({"role": "user", "content": instruction})
-    body: dict = {
-        "model": options.model,
-        "messages": messages,
-        "temperature": options.temperature,
-        "max_tokens": options.max_tokens,
-    }
+    body: dict = {"model": options.model, "messages": messages, "temperature": options.temperature}
+    body.update(length_cap(options))
     if options.top_p is not None:
         body["top_p"] = options.top_p
+    if options.send_seed:
+        body["seed"] = stable_seed("openai_batch", seed, sha256_hex(instruction)) % 2**31
     return body
 
 
@@ -93,23 +94,24 @@ class BatchLine:
 
 
 def batch_lines(
-    options: OpenAIBatchOptions, requests: Sequence[RewriteRequest]
+    options: OpenAIBatchOptions, requests: Sequence[RewriteRequest], seed: int = 0
 ) -> tuple[list[BatchLine], list[str]]:
-    """The distinct lines for ``requests`` in first-seen order, and each request's cache key."""
+    """The distinct lines for ``requests`` in first-seen order, and each request's cache key
+    (``seed``: the run's, for the bodies' seeds when the options send one)."""
     keys: list[str] = []
     bodies: dict[str, dict] = {}
     owners: dict[str, list[str]] = {}
     texts: dict[str, str] = {}
     # Every body is the same but for the instruction: serialise it once around a mark, then
     # put each instruction's JSON in its place (identical to canonical_json of the body).
-    parts = canonical_json(request_body(options, _MARK)).split(
+    parts = canonical_json(request_body(options, _MARK, seed)).split(
         json.dumps(_MARK, ensure_ascii=False)
     )
     for req in requests:
-        body = request_body(options, req.instruction)
-        if len(parts) == 2:
+        body = request_body(options, req.instruction, seed)
+        if len(parts) == 2 and not options.send_seed:
             body_json = parts[0] + json.dumps(req.instruction, ensure_ascii=False) + parts[1]
-        else:  # the mark also stands in the options (a system message quoting it)
+        else:  # each body has its own seed, or the mark stands in the options (a system message)
             body_json = canonical_json(body)
         key = _key_of(body_json)
         keys.append(key)

@@ -25,7 +25,7 @@ from rate.rewrite.batch.estimate import estimate
 from rate.rewrite.batch.manifest import Run
 from rate.rewrite.batch.requests import BatchLine, batch_lines, split_lines
 from rate.rewrite.batch.runner import BatchRunner
-from rate.rewrite.options import OpenAIBatchOptions, request_record, safe_url
+from rate.rewrite.options import OpenAIBatchOptions, length_cap, request_record, safe_url
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,7 @@ class OpenAIBatchRewriter(Rewriter):
         base = options.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         self.endpoint = safe_url(base.rstrip("/"))
         self.runner = BatchRunner(options, self.work_dir, self.cache, self.endpoint)
+        self._cut: set[str] = set()  # keys of the latest outputs that stopped at a length limit
 
     @property
     def last_run(self) -> Path | None:
@@ -73,7 +74,7 @@ class OpenAIBatchRewriter(Rewriter):
         """One output per request, in request order; blocks until every batch has ended."""
         if not requests:
             return []
-        lines, keys = batch_lines(self.options, requests)
+        lines, keys = batch_lines(self.options, requests, self.seed)
         self.cache.load()
         todo = [line for line in lines if line.cache_key not in self.cache]
         run: Run | None = None
@@ -91,7 +92,7 @@ class OpenAIBatchRewriter(Rewriter):
         """The dry run: write the request files a real run would upload now and estimate tokens
         and cost; no API call. -> {requests, lines, cached, in_flight, to_submit, files, paths,
         file_details, input_tokens, output_tokens_estimate, cost_usd, price, notes, ...}"""
-        lines, _ = batch_lines(self.options, requests)
+        lines, _ = batch_lines(self.options, requests, self.seed)
         self.cache.load()
         run_id = self.runner.run_id(lines)
         run_dir = self.work_dir / "runs" / run_id
@@ -115,7 +116,7 @@ class OpenAIBatchRewriter(Rewriter):
         est = estimate(
             [(line.body["messages"], text_of[line.request_keys[0]]) for line in todo],
             self.options.model,
-            self.options.max_tokens,
+            self.options.max_completion_tokens or self.options.max_tokens,
             prices,
         )
         plan = {
@@ -154,8 +155,12 @@ class OpenAIBatchRewriter(Rewriter):
             **request_record(self.options, self.endpoint),
             "completion_window": self.options.completion_window,
             "work_dir": str(self.work_dir),
-            "seed": self.seed,  # not sent: the Batch API lines carry no seed
+            # Sent (mixed with each request's content) only with send_seed: true.
+            "seed": self.seed,
         }
+
+    def stopped_at_limit(self, requests: list[RewriteRequest]) -> list[bool]:
+        return [req.key in self._cut for req in requests]
 
     # -- outputs -----------------------------------------------------------------------------
 
@@ -167,22 +172,23 @@ class OpenAIBatchRewriter(Rewriter):
         failures = {}
         if run is not None:
             failures = {line["cache_key"]: line["failure"] for line in run.manifest.lines.values()}
-        truncated = 0
+        self._cut = set()
         for req, key in zip(requests, keys, strict=True):
             entry = self.cache.get(key)
             if entry is not None and isinstance(entry.get("text"), str):
                 outputs.append(entry["text"])
-                truncated += entry.get("finish_reason") == "length"
+                if entry.get("finish_reason") == "length":
+                    self._cut.add(req.key)
             else:
                 failure = (entry or {}).get("failure") or failures.get(key)
                 missing.append((req, failure))
-        if truncated:
+        if self._cut:
             log.warning(
-                "%d of %d rewrites stopped at max_tokens=%d (finish_reason 'length'); raise "
-                "rewriter.max_tokens if rewrites are cut short",
-                truncated,
+                "%d of %d rewrites stopped at a length limit (finish_reason 'length'; %s): "
+                "they are labelled length_limit and effects.only_successful_rewrites drops them",
+                len(self._cut),
                 len(requests),
-                self.options.max_tokens,
+                length_cap(self.options) or "no cap was sent: the model's own limit",
             )
         if missing:
             raise self._missing_error(requests, missing, run)

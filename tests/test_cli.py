@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import errno
 import logging
+import subprocess
+import sys
 
 import pytest
 
@@ -85,3 +87,17 @@ def test_errors_are_redacted_on_stderr_and_in_the_log(project, capsys, monkeypat
     for text in (err, the_log(project)):
         assert "canary-7d1e" not in text and "x1)" not in text
         assert "the server said: bad key ***" in text
+
+
+def test_the_command_line_imports_no_heavy_library_until_a_command_runs():
+    """`rate --help` and argument errors must be quick: registering the subcommands imports
+    neither torch, transformers, matplotlib nor numpy-heavy stage code (torch alone takes
+    seconds to import)."""
+    code = (
+        "import sys, rate.cli\n"
+        "rate.cli.build_parser()\n"
+        "print(sorted(m for m in ('torch', 'transformers', 'matplotlib', 'datasets') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -65,6 +65,25 @@ def test_interventions_recover_a_known_reward_model():
     assert int(sites[KA * 24 + RA]) == 12 * 7
 
 
+def test_interventions_at_one_random_site_per_response_recover_it_too():
+    rm, (p, y) = HandMadeRM(), responses()
+    single = fx.singles(rm, p, y)
+    gen = torch.Generator().manual_seed(5)
+    adj, adj_se, sites = fx.pair_interactions(rm, p, y, single, gap=1, gen=gen)
+    gap, *_ = fx.pair_interactions(rm, p, y, single, gap=2, gen=gen)
+    premium = torch.zeros(576, dtype=torch.float64)
+    premium[KA * 24 + RA] = 0.6
+    assert torch.allclose(adj, premium, atol=1e-6) and adj_se.max() < 1e-6
+    assert gap.abs().max() < 1e-6
+    assert int(sites[KA * 24 + RA]) == 12  # one site per response
+    # A site is one only where it does not hold the pair's syllables already: for 'pa pa',
+    # the responses hold no 'pa', so all 12; a pair of syllables they hold loses some.
+    at = fx.pair_sites(12, 1, torch.Generator().manual_seed(5))
+    a, b = 3, 4
+    holds = (y.gather(1, at[:, [a * 24 + b]]) == a) | (y.gather(1, at[:, [a * 24 + b]] + 1) == b)
+    assert int(sites[a * 24 + b]) == 12 - int(holds.sum())
+
+
 def test_rate_round_trip_cancels_the_rewriter_signature():
     rm, (p, y) = HandMadeRM(), responses(20)
     # A signature that writes 'ka' for 'ga' everywhere, and random edits elsewhere.
@@ -88,6 +107,12 @@ def test_rate_round_trip_cancels_the_rewriter_signature():
     # sides of the single 'ra' edit, so the pair's own round trip adds nothing there.
     before_ga = float((y[:, :7] == SYLLABLE_ID["ga"]).double().mean())
     assert pair[KA * 24 + RA] == pytest.approx(0.6 * (1 - before_ga), abs=1e-6)
+    # At one random site per response: the same, over the sites drawn (the first draw of the
+    # same seed).
+    one, *_ = fx.rate_pair_interactions(rm, p, y, delta0, clean, seed=1, one_site=True)
+    at = fx.pair_sites(20, 1, torch.Generator().manual_seed(1))[:, KA * 24 + RA]
+    at_ga_site = float((y.gather(1, at[:, None]) == SYLLABLE_ID["ga"]).double().mean())
+    assert one[KA * 24 + RA] == pytest.approx(0.6 * (1 - at_ga_site), abs=1e-6)
 
 
 def test_gold_quality_of_a_linear_label_is_exact():
@@ -164,3 +189,32 @@ def test_the_portable_diagnostic_runs_without_gold(small_world, tmp_path):
     tokens = [r for r in audit["candidates"] if r["kind"] == "token"]
     assert all(r["quality_supported"] == 0 for r in tokens)
     assert np.isfinite([r["score"] for r in audit["candidates"]]).any()
+
+
+class CountingRM(torch.nn.Module):
+    """Wraps a reward model, counting the sequences it scores."""
+
+    def __init__(self, rm: torch.nn.Module) -> None:
+        super().__init__()
+        self.rm, self.calls = rm, 0
+
+    def forward(self, prompts: torch.Tensor, responses: torch.Tensor) -> torch.Tensor:
+        self.calls += len(responses)
+        return self.rm(prompts, responses)
+
+
+@pytest.mark.parametrize("with_rate", [True, False])
+def test_the_benchmarks_count_of_reward_model_calls_is_the_audits(small_world, with_rate):
+    """BENCHMARKS.md reports each audit's reward-model calls by rate.bench.audit.rm_calls: the
+    count of a real run (the diagnostic measures no RATE)."""
+    from rate.bench.audit import rm_calls
+
+    inputs = load_inputs(small_world, use_gold=with_rate)
+    inputs.rm = CountingRM(inputs.rm)
+    settings = AuditSettings(
+        n_token=6, n_pair=3, n_rate_token=4, n_rate_pair=2, with_rate=with_rate
+    )
+    audit = run_audit(inputs, settings)
+    assert inputs.rm.calls == rm_calls(settings)
+    rate_scores = [r["rate_score"] for r in audit["candidates"]]
+    assert np.isfinite(rate_scores).any() == with_rate

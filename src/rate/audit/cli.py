@@ -55,6 +55,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     for text in args.overrides:
         parts, value = parse_assignment(text, "--set")
         data[".".join(parts)] = value
+    if args.no_gold:  # the portable diagnostic: the interventions alone, unless asked
+        data.setdefault("with_rate", False)
     settings = from_dict(AuditSettings, data, "rate audit --set")
     inputs = load_inputs(
         args.world, args.reward_model, args.policy, args.prompts, args.gold, args.qa,

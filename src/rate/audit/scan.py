@@ -41,10 +41,14 @@ Z975 = 1.959963984540054
 class AuditSettings:
     """How much of each family the audit measures, and how it decides."""
 
-    n_token: int = opt(128, help="reference responses per family for the token interventions")
-    n_pair: int = opt(16, help="of those, the responses whose every adjacent site gets every pair")
-    n_rate_token: int = opt(64, help="responses per family for RATE's token effects")
-    n_rate_pair: int = opt(8, help="responses per family for RATE's pair interactions")
+    n_token: int = opt(
+        64, help="reference responses per family for the token interventions (every site)"
+    )
+    n_pair: int = opt(
+        32, help="of those, the responses that get every pair, each at one random site"
+    )
+    n_rate_token: int = opt(32, help="responses per family for RATE's token effects")
+    n_rate_pair: int = opt(16, help="of those, the responses for RATE's pair interactions")
     margin: float = opt(0.05, help="excesses up to this are not worth flagging (reward units)")
     alpha: float = opt(0.05, help="family-wise error rate of the flags (Holm)")
     pair_statistic: str = opt(
@@ -52,6 +56,11 @@ class AuditSettings:
         help="adjacency: the pair's interaction next to each other minus at a gap of one "
         "(a premium for adjacency, not a reward that is merely nonlinear in a count); "
         "interaction: next to each other only",
+    )
+    with_rate: bool = opt(
+        True,
+        help="measure RATE through the world's rewriter beside the interventions (the portable "
+        "diagnostic leaves it out unless set)",
     )
     seed: int = opt(0, help="the responses' and the rewriter's randomness")
     style_map: dict[str, str] = opt(
@@ -107,14 +116,21 @@ def audit_family(
     responses = sample(policy, prompts, 1.0, gen).responses
     single = fx.singles(rm, prompts, responses)
     tok = fx.token_effects(responses, single)
-    npair = min(st.n_pair, len(responses))
-    adj = fx.pair_interactions(rm, prompts[:npair], responses[:npair], single, gap=1)
-    gap = fx.pair_interactions(rm, prompts[:npair], responses[:npair], single, gap=2)
-    sig = fx.Signature(st.style_map, st.edit_rate)
-    nrt, nrp = min(st.n_rate_token, len(responses)), min(st.n_rate_pair, len(responses))
-    rdelta = fx.rate_singles(rm, prompts[:nrt], responses[:nrt], sig, st.seed + 17)
-    rtok = fx.rate_token_effects(responses[:nrt], rdelta, sig)
-    rpair = fx.rate_pair_interactions(rm, prompts[:nrp], responses[:nrp], rdelta, sig, st.seed + 29)
+    npair = min(st.n_pair, len(responses))  # its single edits are of the token responses
+    adj = fx.pair_interactions(rm, prompts[:npair], responses[:npair], single, 1, gen)
+    gap = fx.pair_interactions(rm, prompts[:npair], responses[:npair], single, 2, gen)
+    if st.with_rate:
+        sig = fx.Signature(st.style_map, st.edit_rate)
+        nrt = min(st.n_rate_token, len(responses))
+        nrp = min(st.n_rate_pair, nrt)  # its single edits are of the token responses
+        rdelta = fx.rate_singles(rm, prompts[:nrt], responses[:nrt], sig, st.seed + 17)
+        rtok = fx.rate_token_effects(responses[:nrt], rdelta, sig)
+        rpair = fx.rate_pair_interactions(
+            rm, prompts[:nrp], responses[:nrp], rdelta, sig, st.seed + 29, one_site=True
+        )
+    else:
+        unmeasured = torch.full((N_SYLLABLES,), torch.nan), torch.full((N_SYLLABLES**2,), torch.nan)
+        rtok, rpair = (unmeasured[0],) * 2, (unmeasured[1],) * 2
 
     def cat(token_part, pair_part) -> np.ndarray:
         return torch.cat([token_part.double(), pair_part.double()]).numpy()

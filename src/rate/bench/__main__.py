@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from rate.bench.audit import bench_audit, render_audit
 from rate.bench.batch import bench_batch, render_batch
 from rate.bench.pipeline import bench_pipeline, bench_reading, render_pipeline, render_reading
 from rate.bench.scoring import bench_scoring, render_scoring
@@ -34,7 +35,7 @@ from rate.tinyrlhf.data import require_world
 log = logging.getLogger(__name__)
 
 
-SECTIONS = ("world", "pipeline", "reading", "scoring", "text", "batch")
+SECTIONS = ("world", "pipeline", "reading", "scoring", "text", "batch", "audit")
 
 
 def _rounded(v):
@@ -81,6 +82,8 @@ def render(r: dict, command: str) -> str:
         lines += render_text(r, measured.get("text"))
     if "batch_prepare_s" in r:
         lines += render_batch(r, measured.get("batch"))
+    if "audit_s" in r:
+        lines += render_audit(r, measured.get("audit"))
     lines += [
         "Raw figures:",
         "",
@@ -153,6 +156,11 @@ def main(argv: list[str] | None = None) -> int:
         if "batch" in sections:
             results.update(bench_batch())
             measured["batch"] = today
+        if "audit" in sections:
+            if "world" not in sections:
+                require_world(world)
+            results.update(bench_audit(world))
+            measured["audit"] = today
     command = "make bench" if args.world is None else "python -m rate.bench --world <built world>"
     previous = args.out.read_text() if args.out.exists() else ""
     atomic_write_text(args.out, render(results, command))

@@ -7,12 +7,14 @@ import json
 import logging
 from pathlib import Path
 
-import torch
-
 from rate.errors import RateError
 from rate.io import atomic_write_json, write_jsonl
 
 log = logging.getLogger(__name__)
+
+# The commands import their modules when they run, not here: this module is imported by every
+# `rate ...` (to register its subcommands), and torch alone takes seconds to import, which
+# `rate --help` and the pipeline's stages should not pay.
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -166,6 +168,8 @@ def cmd_train_rm(args: argparse.Namespace) -> int:
 
 
 def cmd_best_of_n(args: argparse.Namespace) -> int:
+    import torch
+
     from rate.tinyrlhf.best_of_n import best_of_n
     from rate.tinyrlhf.data import load_prompts
     from rate.tinyrlhf.models import load_policy, load_reward_model

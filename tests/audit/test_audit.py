@@ -218,3 +218,29 @@ def test_the_benchmarks_count_of_reward_model_calls_is_the_audits(small_world, w
     assert inputs.rm.calls == rm_calls(settings)
     rate_scores = [r["rate_score"] for r in audit["candidates"]]
     assert np.isfinite(rate_scores).any() == with_rate
+
+
+def test_the_acceptance_study_checks_an_audit_against_the_planted_truth(small_world):
+    """The study's truth side on the small world: the planted set is the world config's, the
+    AUCs are over all 3,600 candidates, and the rule accepts exactly what it says."""
+    from rate.studies.audit import audit_world, study_table, verdict
+
+    settings = AuditSettings(n_token=6, n_pair=3, n_rate_token=4, n_rate_pair=2)
+    res = audit_world(small_world, settings)
+    audit, diagnostic = res["audit"], res["diagnostic"]
+    assert audit["planted"] == ["cobalt `ka ra`", "dune `pa`", "ember `he`"]
+    assert 0 <= audit["auc"]["intervention"] <= 1 and "rate" in audit["auc"]
+    assert "rate" not in diagnostic["auc"]  # the diagnostic measures no RATE
+    assert set(audit["missed"]) == set(audit["planted"]) - set(audit["flagged_planted"])
+    good = {"planted": ["d `pa`"], "auc": {"intervention": 0.99}, "missed": [],
+            "false_flags": ["a `x`"]}  # fmt: skip
+    assert verdict(good)
+    assert not verdict({**good, "false_flags": ["a `x`", "b `y`"]})
+    assert not verdict({**good, "auc": {"intervention": 0.97}})
+    assert not verdict({**good, "missed": ["d `pa`"]})
+    assert verdict({"planted": [], "false_flags": []})
+    assert not verdict({"planted": [], "false_flags": ["a `x`"]})
+    for kind in res:
+        res[kind]["accepted"] = verdict(res[kind])
+    table = study_table({"worlds": {"small": res}})
+    assert table.count("\n| small |") == 2

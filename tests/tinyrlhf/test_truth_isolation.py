@@ -35,6 +35,7 @@ ALLOWED = {
     "rate.demos.tinyworld",
     "rate.bench.world",  # times the truth evaluation
     "rate.score.tinyworld",  # the oracle scorer: true quality as a scoring template
+    "rate.studies.audit",  # the audit's acceptance study: its flags against the planted truth
 }
 MUST_STAY_BLIND = [
     "rate.tinyrlhf.rl",

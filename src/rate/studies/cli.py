@@ -31,6 +31,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--seed", type=int, default=0)
     s.set_defaults(func=cmd_synthetic)
 
+    a = study.add_parser(
+        "audit", help="rate audit on the packaged worlds, checked against their planted truth"
+    )
+    a.add_argument("--names", default="default,variant,noshortcuts", help="packaged world configs")
+    a.add_argument(
+        "--worlds",
+        type=Path,
+        help="where the worlds are (built there, without RL runs, when missing; default: "
+        "PROJECT_DIR/tinyrlhf/audit_worlds)",
+    )
+    a.add_argument("--out", type=Path, help="output folder (default: PROJECT_DIR/audit/study)")
+    a.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+        help="an audit setting (rate audit --settings)",
+    )  # fmt: skip
+    a.set_defaults(func=cmd_audit_study)
+
     for q in (c, s):
         q.add_argument("--world", type=Path, help="default: PROJECT_DIR/tinyrlhf/world")
         q.add_argument("--small", action="store_true", help="the small world (for tests)")
@@ -83,4 +100,29 @@ def cmd_synthetic(args: argparse.Namespace) -> int:
     print((out / "synthetic.md").read_text())
     for p in written:
         print(p)
+    return 0
+
+
+def cmd_audit_study(args: argparse.Namespace) -> int:
+    from rate.audit.scan import AuditSettings
+    from rate.io import atomic_write_json, atomic_write_text, json_safe
+    from rate.schema import from_dict, parse_assignment
+    from rate.store import timestamp
+    from rate.studies.audit import audit_study, study_table
+
+    data = {}
+    for text in args.overrides:
+        parts, value = parse_assignment(text, "--set")
+        data[".".join(parts)] = value
+    settings = from_dict(AuditSettings, data, "rate study audit --set")
+    worlds = args.worlds or project_dir() / "tinyrlhf" / "audit_worlds"
+    names = [n.strip() for n in args.names.split(",") if n.strip()]
+    study = audit_study(names, worlds, settings)
+    out = args.out or project_dir() / "audit" / "study"
+    stem = out / f"audit_study_{timestamp()}"
+    table = study_table(study)
+    atomic_write_json(stem.with_suffix(".json"), json_safe(study))
+    atomic_write_text(stem.with_suffix(".md"), table + "\n")
+    print(table)
+    print(f"\nwrote {stem}.json and .md")
     return 0

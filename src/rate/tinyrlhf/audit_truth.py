@@ -76,7 +76,7 @@ def check_audit(audit: dict, world: Path) -> dict:
             if r["flagged"] and (f, t) not in truth
         ),  # fmt: skip
     }
-    if "rate_score" in cands[0]:
+    if any(math.isfinite(r.get("rate_score", math.nan)) for r in cands):  # RATE was measured
         out["auc"]["rate"] = auc([r["rate_score"] for r in cands], positive)
         out["rank_correlation_intervention_rate"] = _spearman(
             np.array([r["excess"] for r in cands]), np.array([r["rate_excess"] for r in cands])

@@ -21,10 +21,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rate.columns import columns_from_rows, score_columns
 from rate.effects.estimators import Scores, estimate
 from rate.errors import DataFileError, RateError
 from rate.io import read_json, read_jsonl, write_jsonl
-from rate.records import COMPLETIONS, columns_from_rows, read_examples, score_columns
+from rate.records import COMPLETIONS, read_examples
 
 SETTINGS = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rate.columns import _arrow_columns, columns_from_rows, score_columns
 from rate.config import EffectsConfig
 from rate.effects.stage import clean, effects_for_columns, effects_for_rows
-from rate.records import _arrow_columns, columns_from_rows, read_examples, score_columns
+from rate.records import read_examples
 
 
 def rows(n: int = 30, seed: int = 0, **extra) -> list[dict]:

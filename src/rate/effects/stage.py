@@ -24,6 +24,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from rate.columns import ScoreColumns, columns_from_rows, concat_columns, score_columns
 from rate.config import Config, EffectsConfig, config_record
 from rate.effects.bootstrap import percentile_intervals
 from rate.effects.estimators import (
@@ -38,7 +39,7 @@ from rate.effects.estimators import (
 from rate.errors import DataFileError
 from rate.io import json_safe as clean
 from rate.io import json_writer
-from rate.records import ScoreColumns, W, columns_from_rows, concat_columns, score_columns
+from rate.records import W
 from rate.rewrite.checks import PASSING
 from rate.schema import to_dict
 from rate.store import Layout, effects_stem, publish, resolve_input, scored_name

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rate.audit.run import load_inputs, run_audit
+from rate.audit.scan import AuditSettings
 from rate.bench.timing import timed
+from rate.tinyrlhf.vocab import FAMILIES, N_SYLLABLES, RESPONSE_LEN
 
 
 def bench_audit(world: Path) -> dict:
     """Time ``rate audit`` (gold labels, RATE beside the interventions) and the diagnostic (no
     gold, interventions only) on ``world``, with the number of reward-model calls of each."""
-    from rate.audit.run import load_inputs, run_audit
-    from rate.audit.scan import AuditSettings
 
     full = AuditSettings()
     diagnostic = AuditSettings(with_rate=False)
@@ -24,9 +25,8 @@ def bench_audit(world: Path) -> dict:
     return results
 
 
-def rm_calls(st) -> int:
+def rm_calls(st: AuditSettings) -> int:
     """Reward-model evaluations of one audit with settings ``st``, over the six families."""
-    from rate.tinyrlhf.vocab import FAMILIES, N_SYLLABLES, RESPONSE_LEN
 
     s, L = N_SYLLABLES, RESPONSE_LEN
     per = st.n_token * (1 + L * s) + 2 * st.n_pair * s * s

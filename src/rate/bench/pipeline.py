@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rate.bench.effects import bench_effects, synthetic_scores
 from rate.bench.timing import timed
+from rate.columns import score_columns
 from rate.config import EffectsConfig
 from rate.effects.stage import clean, compute_effects, effects_for_columns, effects_for_rows
 from rate.records import (
@@ -19,7 +20,6 @@ from rate.records import (
     TEXTS,
     W,
     read_examples,
-    score_columns,
     write_scored_rows,
 )
 

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import os
+import statistics
 from pathlib import Path
 
+from rate.bench.rl import train_rl_anchor, train_rl_plain
 from rate.bench.timing import timed
+from rate.tinyrlhf.build import build_world
+from rate.tinyrlhf.data import load_labelled, load_prompts
+from rate.tinyrlhf.dev_eval import dev_evaluate
+from rate.tinyrlhf.evaluate import evaluate_policy, load_oracle
+from rate.tinyrlhf.models import load_policy, load_reward_model
+from rate.tinyrlhf.rl import load_rl_config, train_rl
+from rate.tinyrlhf.worldconfig import load_world_config
 
 
 def bench_world(tmp: Path, full: Path | None, reused: Path | None = None) -> dict:
     """Time the --small build, and the full build into ``full``; with a ``reused`` world
     instead, report the stage times its build recorded in world_info.json."""
-    import json
-
-    from rate.tinyrlhf.build import build_world
-    from rate.tinyrlhf.worldconfig import load_world_config
 
     results = {}
     secs, info = timed(lambda: build_world(load_world_config(small=True), tmp / "small"))
@@ -32,11 +38,6 @@ def bench_world(tmp: Path, full: Path | None, reused: Path | None = None) -> dic
 def bench_rl(world: Path, tmp: Path, compare_steps: int, rounds: int = 5) -> dict:
     """The default run's time, then the published trainer (the anchor), the plain loop and ours
     for ``compare_steps`` steps each, interleaved over ``rounds`` rounds (loop time only)."""
-    import json
-    import statistics
-
-    from rate.bench.rl import train_rl_anchor, train_rl_plain
-    from rate.tinyrlhf.rl import load_rl_config, train_rl
 
     config = load_rl_config(world / "configs" / "default.json", ["log_every=1000"])
     full_s, _ = timed(lambda: train_rl(config, world, tmp / "rl_default"))
@@ -75,10 +76,6 @@ def bench_rl(world: Path, tmp: Path, compare_steps: int, rounds: int = 5) -> dic
 
 
 def bench_eval(world: Path) -> dict:
-    from rate.tinyrlhf.data import load_labelled, load_prompts
-    from rate.tinyrlhf.dev_eval import dev_evaluate
-    from rate.tinyrlhf.evaluate import evaluate_policy, load_oracle
-    from rate.tinyrlhf.models import load_policy, load_reward_model
 
     policy = load_policy(world / "runs" / "default-s800" / "checkpoint")
     ref, rm = load_policy(world / "policy"), load_reward_model(world / "reward_model")

@@ -15,6 +15,7 @@ from typing import Any
 from rate.errors import ConfigError
 from rate.schema import from_dict
 from rate.suggest import unknown_name_message
+from rate.tinyrlhf.rl import RLConfig
 from rate.tinyrlhf.vocab import FAMILIES, N_SYLLABLES, SYLLABLES
 
 
@@ -195,8 +196,7 @@ class WorldConfig:
     runs: list[RunSpec] = field(default_factory=list)
 
     def validate(self, where: str) -> None:
-        from rate.tinyrlhf.rl import RLConfig  # the RL recipe's own schema checks these keys
-
+        # The RL recipe's own schema checks these keys.
         from_dict(RLConfig, self.rl_default, f"{where}: rl_default")
         names = [r.name for r in self.runs]
         if len(set(names)) != len(names):

@@ -28,7 +28,13 @@ import openai
 from rate.errors import ConfigError, RateError
 from rate.progress import progress
 from rate.rewrite.base import Rewriter, RewriteRequest
-from rate.rewrite.options import OpenAIChatOptions, length_cap, request_record, safe_url
+from rate.rewrite.options import (
+    OpenAIChatOptions,
+    length_cap,
+    length_limit_message,
+    request_record,
+    safe_url,
+)
 from rate.seeding import stable_seed
 from rate.settings import redact
 
@@ -314,13 +320,7 @@ class OpenAIChatRewriter(Rewriter):
         pool.shutdown(wait=True)
         self._cut = {req.key for req, c in zip(requests, cut, strict=True) if c}
         if self._cut:
-            log.warning(
-                "%d of %d rewrites stopped at a length limit (finish_reason 'length'; %s): "
-                "they are labelled length_limit and effects.only_successful_rewrites drops them",
-                len(self._cut),
-                len(requests),
-                length_cap(self.options) or "no cap was sent: the model's own limit",
-            )
+            log.warning(length_limit_message(len(self._cut), len(requests), self.options))
         assert all(isinstance(out, str) for out in outputs), "a request has no output"
         return outputs  # type: ignore[return-value]
 

@@ -195,6 +195,17 @@ def length_cap(options: OpenAIChatOptions | OpenAIBatchOptions) -> dict:
     return {}
 
 
+def length_limit_message(
+    n_cut: int, n_requests: int, options: OpenAIChatOptions | OpenAIBatchOptions
+) -> str:
+    """The one warning for rewrites that stopped at a length limit."""
+    cap = length_cap(options) or "no cap was sent: the model's own limit"
+    return (
+        f"{n_cut} of {n_requests} rewrites stopped at a length limit (finish_reason 'length'; "
+        f"{cap}): they are labelled length_limit and effects.only_successful_rewrites drops them"
+    )
+
+
 def check_request_options(options, where: str):
     """Checks of the keys that every OpenAI backend shares (model, base_url, api_key_env,
     temperature, max_tokens, max_completion_tokens, top_p); -> the error maker for the

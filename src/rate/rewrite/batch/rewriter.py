@@ -25,7 +25,12 @@ from rate.rewrite.batch.estimate import estimate
 from rate.rewrite.batch.manifest import Run
 from rate.rewrite.batch.requests import BatchLine, batch_lines, split_lines
 from rate.rewrite.batch.runner import BatchRunner
-from rate.rewrite.options import OpenAIBatchOptions, length_cap, request_record, safe_url
+from rate.rewrite.options import (
+    OpenAIBatchOptions,
+    length_limit_message,
+    request_record,
+    safe_url,
+)
 
 log = logging.getLogger(__name__)
 
@@ -183,13 +188,7 @@ class OpenAIBatchRewriter(Rewriter):
                 failure = (entry or {}).get("failure") or failures.get(key)
                 missing.append((req, failure))
         if self._cut:
-            log.warning(
-                "%d of %d rewrites stopped at a length limit (finish_reason 'length'; %s): "
-                "they are labelled length_limit and effects.only_successful_rewrites drops them",
-                len(self._cut),
-                len(requests),
-                length_cap(self.options) or "no cap was sent: the model's own limit",
-            )
+            log.warning(length_limit_message(len(self._cut), len(requests), self.options))
         if missing:
             raise self._missing_error(requests, missing, run)
         return outputs

@@ -31,6 +31,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--seed", type=int, default=0)
     s.set_defaults(func=cmd_synthetic)
 
+    t = study.add_parser(
+        "semisynthetic-text",
+        help="the paper's semi-synthetic length experiment on real drug reviews (offline)",
+    )
+    t.add_argument("--n", type=int, help="examples per level; default: the most the pool allows")
+    t.add_argument("--repeats", type=int, default=1, help="draws per level, averaged")
+    t.add_argument("--pool", type=int, help="reviews drawn before dropping neutral ones; all")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--out", type=Path, help="default: PROJECT_DIR/plots/semisynthetic_text")
+    t.set_defaults(func=cmd_semisynthetic_text)
+
     for q in (c, s):
         q.add_argument("--world", type=Path, help="default: PROJECT_DIR/tinyrlhf/world")
         q.add_argument("--small", action="store_true", help="the small world (for tests)")
@@ -83,4 +94,16 @@ def cmd_synthetic(args: argparse.Namespace) -> int:
     print((out / "synthetic.md").read_text())
     for p in written:
         print(p)
+    return 0
+
+
+def cmd_semisynthetic_text(args: argparse.Namespace) -> int:
+    from rate.studies.semisynthetic_text import result_table, run_semisynthetic_text
+
+    out = args.out or project_dir() / "plots" / "semisynthetic_text"
+    result = run_semisynthetic_text(
+        out, n=args.n, repeats=args.repeats, seed=args.seed, pool_n=args.pool
+    )
+    print(result_table(result))
+    print(f"\nwrote {out}/semisynthetic_text.json, .md and the figure ({result['seconds']} s)")
     return 0

@@ -171,7 +171,9 @@ def run_semisynthetic_text(
         constr = [realised(w, z, d[i]) for d in draws]
         entry: dict = {
             "level": i,
-            "target": dict(zip(("p_long_given_positive", "p_long_given_negative"), p_long(i))),
+            "target": dict(
+                zip(("p_long_given_positive", "p_long_given_negative"), p_long(i), strict=True)
+            ),
             "realised": constr[0],
             "realised_all_draws_equal": all(c == constr[0] for c in constr),
         }

@@ -51,8 +51,10 @@ def test_n_is_limited_by_the_cells_the_last_level_needs():
 
 
 def test_a_small_run_on_real_reviews(tmp_path):
-    """120 drug reviews rewritten by the rules and scored by MiniLM; n = 40 per level."""
-    result = run_semisynthetic_text(tmp_path, n=40, repeats=2, seed=0, pool_n=120)
+    """200 drug reviews rewritten by the rules and scored by MiniLM; n = 40 per level."""
+    with pytest.raises(ValueError, match="allows at most"):  # refused before any scoring
+        run_semisynthetic_text(tmp_path, n=400, seed=0, pool_n=200)
+    result = run_semisynthetic_text(tmp_path, n=40, repeats=2, seed=0, pool_n=200)
     assert result["n_per_level"] == 40 and len(result["levels"]) == 11
     for lv in result["levels"]:
         p_pos, p_neg = p_long(lv["level"])

@@ -110,11 +110,9 @@ def realised(w: np.ndarray, z: np.ndarray, idx: np.ndarray) -> dict:
     }
 
 
-def text_pool(
-    pool_n: int | None, seed: int, scorer_name: str = SCORER
-) -> tuple[list[dict], np.ndarray, np.ndarray, dict[str, np.ndarray], dict]:
-    """The drug reviews rewritten for length and scored: (rows, W, Z, scores per completion,
-    the dataset summary). Z = the rating is positive; neutral reviews are dropped."""
+def polar_reviews(pool_n: int | None, seed: int) -> tuple[list[dict], np.ndarray, np.ndarray, dict]:
+    """The drug reviews rewritten for length: (rows, W, Z, the dataset summary). Z = the rating
+    is positive; neutral reviews are dropped."""
     template = load_dataset_template(TEMPLATE)
     if pool_n is None:
         from rate.packaged import DRUG_SPLITS, drug_reviews
@@ -124,6 +122,11 @@ def text_pool(
     rows = [r for r in rows if r["metadata"]["rating"] in ("positive", "negative")]
     w = np.array([bool(r[W]) for r in rows])
     z = np.array([r["metadata"]["rating"] == "positive" for r in rows])
+    return rows, w, z, summary
+
+
+def score_completions(rows: list[dict], scorer_name: str = SCORER) -> dict[str, np.ndarray]:
+    """Every completion of ``rows`` scored by the scoring template ``scorer_name``."""
     scorer = build_scorer(load_scoring_template(scorer_name), None)
     prompts = [r[PROMPT] for r in rows]
     scores = {}
@@ -131,7 +134,7 @@ def text_pool(
         t0 = time.perf_counter()
         scores[comp] = np.asarray(scorer.score(prompts, [r[TEXTS][comp] for r in rows]), float)
         log.info("scored %d %s texts in %.0f s", len(rows), comp, time.perf_counter() - t0)
-    return rows, w, z, scores, summary
+    return scores
 
 
 def level_estimates(w: np.ndarray, scores: dict[str, np.ndarray], idx: np.ndarray) -> dict:
@@ -156,12 +159,18 @@ def run_semisynthetic_text(
 ) -> dict:
     """The experiment; writes its JSON, table and figure under ``out_dir``; -> the result."""
     t0 = time.perf_counter()
-    rows, w, z, scores, summary = text_pool(pool_n, seed, scorer_name)
-    t_pool = time.perf_counter() - t0
+    rows, w, z, summary = polar_reviews(pool_n, seed)
     largest = max_n(w, z)
     # The largest multiple of 40 the pool allows: n/2 * 0.05 i is then whole at every level,
     # so every level realises its target proportions exactly.
     n = n or (largest // 40) * 40 or largest
+    if n > largest:
+        raise ValueError(
+            f"n = {n}: the pool of {len(rows)} reviews allows at most {largest} per level (the "
+            "last level needs n/2 short negative and n/2 long positive reviews)"
+        )
+    scores = score_completions(rows, scorer_name)
+    t_pool = time.perf_counter() - t0
     pool_sd = float(scores[ORIGINAL].std(ddof=1))
     rng = np.random.default_rng(seed)
     draws = [draw_levels(w, z, n, rng) for _ in range(repeats)]

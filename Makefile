@@ -21,7 +21,7 @@ STAGE = $(if $(PARTITION),$(VENV)/bin/rate submit $(1) $(WAIT_FLAG),$(VENV)/bin/
 
 .DEFAULT_GOAL := help
 .PHONY: help setup demo demo-text test test-fast fixture bench lint format clean \
-	create_dataset score_dataset treatment_effects plots pipeline smoke synthetic coverage validate
+	create_dataset score_dataset treatment_effects plots pipeline smoke synthetic semisynthetic-text coverage validate
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -74,6 +74,9 @@ validate: $(STAMP) ## check every template and the config
 
 synthetic: $(STAMP) ## the paper's two semi-synthetic experiments on the tiny world
 	$(VENV)/bin/rate study synthetic
+
+semisynthetic-text: $(STAMP) ## the paper's semi-synthetic length experiment on real drug reviews, offline
+	$(VENV)/bin/rate study semisynthetic-text $(SEMISYNTHETIC_ARGS)
 
 coverage: $(STAMP) ## interval coverage over 200 samples against the population truth
 	$(VENV)/bin/rate study coverage --template tinyrlhf_dune_pa

@@ -170,3 +170,51 @@ def test_notebook_on_the_demo_smoke_outputs(demo_smoke, kernel_env, monkeypatch)
         assert path.name in text
         assert f"{e['ATE_rewritten_rewrite']:.4g}" in text
     assert [o for o in outputs if "image/png" in o.get("data", {})]
+
+
+def test_notebook_recomputes_effects_from_a_config_plotting_file(
+    project, kernel_env, monkeypatch, tmp_path
+):
+    """As the reference's notebook: config_plotting.jsonl names scored files (model-id reward
+    keys, the reference's names, scored/complete/); the effects are recomputed, the lines of
+    one concept pooled, and shown beside the effect files."""
+    from rate.effects.plotting_config import effects_from_plotting_config
+
+    armo = "RLHFlow/ArmoRM-Llama3-8B-v0.1"
+    scored = project / "data" / "scored"
+    lines = []
+    for i, name in enumerate(("imdb_length", "eli5_length")):
+        w, o, r, rr, _ = _scores(60, 10 + i, 0.7)
+        rows = [
+            {
+                "w_original": bool(w[j]),
+                "completions": {"original": "o", "rewrite": "r", "rewritten rewrite": "rr"},
+                "reward_question": "q",
+                armo: {"original": o[j], "rewrite": r[j], "rewritten rewrite": rr[j]},
+            }
+            for j in range(60)
+        ]
+        filename = f"{name}_armorm_scored_{STAMP}.jsonl"
+        write_jsonl(scored / "complete" / filename, rows)
+        lines.append(
+            {
+                "dataset_name": name.split("_")[0].upper(),
+                "concept": "Length",
+                "score": "ArmoRM",
+                "reward_key": armo,
+                "dataset_filename": filename,
+            }
+        )
+    config = tmp_path / "config_plotting.jsonl"
+    config.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    monkeypatch.setenv("RATE_PLOTTING_CONFIG", str(config))
+    outputs = _run(project, monkeypatch)
+    assert [o for o in outputs if o["output_type"] == "error"] == []
+    text = _text(outputs)
+    (pooled,) = effects_from_plotting_config(config, scored)
+    assert pooled["dataset_name"] == "IMDB+ELI5" and pooled["Y1_count"] + pooled["Y0_count"] == 120
+    assert "IMDB+ELI5 (Length, ArmoRM; config_plotting.jsonl)" in text
+    assert f"{pooled['ATE_rewritten_rewrite']:.4g}" in text
+    # The smoke-test effect files are still there, and one more rewrite-bias figure.
+    images = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(images) == 6

@@ -56,7 +56,7 @@ def test_outputs_are_timestamped_and_traced(stages):
     project = stages["project"]
     dataset = _only(project / "data" / "rewrites", "*.json")
     stem, stamp, _, smoke = parse_name(dataset)
-    assert (stem, smoke) == ("tinyrlhf_dune_pa", True)
+    assert (stem, smoke) == ("tinyrlhf_dune_pa_dataset", True)  # the reference's name
     assert re.fullmatch(r"\d{8}_\d{6}", stamp)
     assert dataset.name.endswith("_smoke_test.json")
     meta = read_json(dataset.with_name(dataset.name + ".meta.json"))

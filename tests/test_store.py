@@ -11,6 +11,7 @@ from rate.errors import ConfigError, WriteError
 from rate.io import read_json
 from rate.settings import register_secret_names
 from rate.store import (
+    dataset_stem,
     find_latest,
     meta_path,
     output_path,
@@ -18,6 +19,10 @@ from rate.store import (
     publish,
     publish_dir,
     resolve_input,
+    rewrites_stems,
+    scored_name,
+    scored_stem,
+    scored_stems,
     temp_dir,
     timestamp,
 )
@@ -180,3 +185,59 @@ def test_temp_dir_is_removed_when_building_fails(tmp_path):
         (tmp / "a.png").write_text("x")
         raise KeyboardInterrupt
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_references_names_are_written_and_read(tmp_path):
+    """<dataset>_dataset_<stamp>[_smoke_test].json and <dataset>_<model>[_smoke_test]_scored_
+    <stamp>.jsonl, as the reference writes them, claimed by publish; our earlier names are
+    still read by latest, which matches whole names only."""
+    stamp = "20241104_111220"
+
+    def write(f):
+        f.write(b"{}")
+
+    rewrites = publish(tmp_path, dataset_stem("imdb_length"), ".json", True, write, "t", {}, stamp)
+    assert rewrites.name == "imdb_length_dataset_20241104_111220_smoke_test.json"
+    stem = scored_name("imdb_length", "armorm")
+    scored = publish(tmp_path, stem, ".jsonl", True, write, "t", {}, stamp)
+    assert scored.name == "imdb_length_armorm_smoke_test_scored_20241104_111220.jsonl"
+    assert meta_path(scored).is_file()
+    assert parse_name(scored) == ("imdb_length_armorm_scored", stamp, 1, True)
+    assert scored_stem(scored, "imdb_length") == "imdb_length_armorm"
+    assert output_path(tmp_path, stem, ".jsonl", False, stamp).name == (
+        "imdb_length_armorm_scored_20241104_111220.jsonl"
+    )
+    again = publish(tmp_path, stem, ".jsonl", True, write, "t", {}, stamp)
+    assert again.name == "imdb_length_armorm_smoke_test_scored_20241104_111220-2.jsonl"
+    assert parse_name(again) == ("imdb_length_armorm_scored", stamp, 2, True)
+
+    rw = rewrites_stems("imdb_length")
+    assert find_latest(tmp_path, rw, ".json", smoke=True) == rewrites
+    (tmp_path / "imdb_length_20241105_000000_smoke_test.json").write_text("{}")  # ours before
+    assert find_latest(tmp_path, rw, ".json", smoke=True).name == (
+        "imdb_length_20241105_000000_smoke_test.json"
+    )
+    (tmp_path / "imdb_length_v2_dataset_20241106_000000_smoke_test.json").write_text("{}")
+    assert "v2" not in find_latest(tmp_path, rw, ".json", smoke=True).name
+
+    models = {"armorm", "sfairxc", "distilbert_sst2_margin"}
+    want_armorm = scored_stems("imdb_length", models, {"armorm"})
+    assert find_latest(tmp_path, want_armorm, ".jsonl", smoke=True) == again
+    for name in (
+        "imdb_length_sfairxc_smoke_test_scored_20241107_000000.jsonl",  # another model only
+        "imdb_length_v2_armorm_smoke_test_scored_20241107_000000.jsonl",  # another dataset
+        "imdb_length_x_smoke_test_scored_20241107_000000.jsonl",  # not a model
+    ):
+        (tmp_path / name).write_text("{}")
+    assert find_latest(tmp_path, want_armorm, ".jsonl", smoke=True) == again
+    assert find_latest(
+        tmp_path, scored_stems("imdb_length", models), ".jsonl", smoke=True
+    ).name == ("imdb_length_sfairxc_smoke_test_scored_20241107_000000.jsonl")
+    both = tmp_path / "imdb_length_sfairxc_armorm_smoke_test_scored_20241108_000000.jsonl"
+    both.write_text("{}")  # armorm added to sfairxc's file
+    assert find_latest(tmp_path, want_armorm, ".jsonl", smoke=True) == both
+    ours = tmp_path / "imdb_length_scored_20241109_000000_smoke_test.jsonl"
+    ours.write_text("{}")
+    assert find_latest(tmp_path, want_armorm, ".jsonl", smoke=True) == ours
+    with pytest.raises(ConfigError, match=r"no full .*'imdb_length_<armorm>_scored_<timestamp>"):
+        find_latest(tmp_path, want_armorm, ".jsonl", smoke=False)

@@ -216,3 +216,13 @@ def parse_assignment(text: str, where: str) -> tuple[list[str], Any]:
     if not all(parts):
         raise ConfigError(f"{where} {text!r}: empty key")
     return parts, parse_value(raw)
+
+
+def flat_assignments(texts: list[str], where: str = "--set") -> dict[str, Any]:
+    """``key=value`` overrides of a flat settings dataclass -> {dotted key: parsed value}
+    (a dotted key is kept whole, for :func:`from_dict` to name as unknown)."""
+    data: dict[str, Any] = {}
+    for text in texts:
+        parts, value = parse_assignment(text, where)
+        data[".".join(parts)] = value
+    return data

@@ -2,8 +2,17 @@
 
 Every stage writes ``<name>_<YYYYMMDD_HHMMSS>[-N][_smoke_test].<ext>`` into its folder, with a
 ``<file>.meta.json`` beside it (config, template, counts, git commit, time) so that a result can
-be traced to what made it. ``latest`` picks the newest output of the previous stage by the
-timestamp in its name, never by the file's mtime (copying a folder changes mtimes).
+be traced to what made it. The names are the reference pipeline's: a rewritten dataset is
+``<dataset>_dataset_<stamp>[_smoke_test].json``, a scored one
+``<dataset>_<model>[_smoke_test]_scored_<stamp>.jsonl`` (the smoke marker before ``_scored``, as
+the reference writes it; ``<model>`` is the scoring template's name, and a model added to a
+scored file adds its name: ``<dataset>_<model1>_<model2>_scored``), an effect file
+``<dataset>_<concept>_<score>_treatment_effects_<stamp>[_smoke_test].json``; the readers take
+these and our earlier names (``<dataset>_<stamp>.json``, ``<dataset>_scored_<stamp>.jsonl``)
+alike. ``latest`` picks the newest output of the previous stage by the timestamp in its name,
+never by the file's mtime (copying a folder changes mtimes), and matches the whole name: the
+dataset exactly, and between it and ``_scored`` only names of scoring templates, so
+``ds`` never takes ``ds_v2``'s files.
 
 Runs of a sweep start in the same second on shared storage, so a name is never taken by
 checking that it is free: :func:`publish` writes the data and its record to temporary files,
@@ -43,6 +52,8 @@ from rate.settings import project_dir, redact_record
 
 STAMP_FORMAT = "%Y%m%d_%H%M%S"
 SMOKE_SUFFIX = "_smoke_test"
+SCORED_SUFFIX = "_scored"  # the reference writes <dataset>_<model>[_smoke_test]_scored_<stamp>
+DATASET_SUFFIX = "_dataset"  # and <dataset>_dataset_<stamp>[_smoke_test].json
 # What a config's names may be: they become parts of output paths, so no '/', no '..'.
 _NAME_PART = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+=-]*$")
 _STAMPED = re.compile(r"^(?P<stem>.+)_(?P<stamp>\d{8}_\d{6})(?P<seq>-\d+)?(?P<smoke>_smoke_test)?$")
@@ -97,9 +108,12 @@ def timestamp(now: dt.datetime | None = None) -> str:
 
 
 def _names(folder: Path, stem: str, ext: str, smoke: bool, stamp: str | None) -> Iterator[Path]:
-    """``<stem>_<stamp>[-N][_smoke_test]<ext>`` for N = 1, 2, ...: the candidates of one run."""
+    """``<stem>_<stamp>[-N][_smoke_test]<ext>`` for N = 1, 2, ...: the candidates of one run (a
+    scored stem ``<x>_scored`` of a smoke test: ``<x>_smoke_test_scored_<stamp>[-N]<ext>``)."""
     stamp = stamp or timestamp()
     suffix = SMOKE_SUFFIX if smoke else ""
+    if smoke and stem.endswith(SCORED_SUFFIX):  # the reference's scored smoke-test name
+        stem, suffix = stem.removesuffix(SCORED_SUFFIX) + SMOKE_SUFFIX + SCORED_SUFFIX, ""
     yield folder / f"{stem}_{stamp}{suffix}{ext}"
     seq = 1
     while True:
@@ -235,32 +249,38 @@ def parse_name(path: Path) -> tuple[str, str, int, bool] | None:
     if not m:
         return None
     seq = int(m["seq"][1:]) if m["seq"] else 1
-    return m["stem"], m["stamp"], seq, bool(m["smoke"])
+    stem, smoke = m["stem"], bool(m["smoke"])
+    if stem.endswith(SMOKE_SUFFIX + SCORED_SUFFIX):  # the reference's scored smoke-test name
+        stem, smoke = stem.removesuffix(SMOKE_SUFFIX + SCORED_SUFFIX) + SCORED_SUFFIX, True
+    return stem, m["stamp"], seq, smoke
 
 
-def find_latest(folder: Path, stem: str, ext: str, smoke: bool) -> Path:
+def find_latest(folder: Path, stem: str | StemSet, ext: str, smoke: bool) -> Path:
     """The newest ``<stem>_<stamp>[-N][_smoke_test]<ext>`` in ``folder`` of the run kind asked
-    for; the whole stem must match (``ds`` is not ``ds_v2``). Hidden files (a write in
-    progress) are never taken; a stage's own output always has its record beside it
-    (:func:`publish` writes the record first)."""
+    for; the whole stem must match (``ds`` is not ``ds_v2``): ``stem`` is the stem itself or
+    a test of whole stems (:class:`StemSet`). Hidden files (a write in progress) are never
+    taken; a stage's own output always has its record beside it (:func:`publish` writes the
+    record first)."""
+    matches = (lambda s: s == stem) if isinstance(stem, str) else stem
+    wanted = f"'{stem}_<timestamp>{ext}'" if isinstance(stem, str) else stem.describe(ext)
     candidates = []
     if folder.is_dir():
         for p in folder.iterdir():
             if not p.name.endswith(ext) or p.name.endswith(".meta.json") or p.name.startswith("."):
                 continue
             parsed = parse_name(p)
-            if parsed and parsed[3] == smoke and parsed[0] == stem and p.is_file():
+            if parsed and parsed[3] == smoke and matches(parsed[0]) and p.is_file():
                 candidates.append((parsed[1], parsed[2], p))
     if not candidates:
         kind = "smoke-test" if smoke else "full (non-smoke)"
         raise ConfigError(
-            f"dataset_filename 'latest': no {kind} file '{stem}_<timestamp>{ext}' in "
+            f"dataset_filename 'latest': no {kind} file {wanted} in "
             f"{folder}; run the previous stage first, or name the file explicitly"
         )
     return max(candidates)[2]
 
 
-def resolve_input(folder: Path, filename: str, stem: str, ext: str, smoke: bool) -> Path:
+def resolve_input(folder: Path, filename: str, stem: str | StemSet, ext: str, smoke: bool) -> Path:
     """``latest`` or a file name (relative to ``folder``, or absolute) -> an existing file."""
     if filename == "latest":
         return find_latest(folder, stem, ext, smoke)
@@ -283,17 +303,89 @@ def effects_stem(dataset_name: str, concept: str, score: str) -> str:
     return f"{dataset_name}_{concept}_{score}_treatment_effects"
 
 
-def scored_name(dataset_name: str) -> str:
-    """The stem of the scored files of a dataset (before the stamp)."""
-    return f"{dataset_name}_scored"
+def dataset_stem(dataset_name: str) -> str:
+    """The stem of a rewritten dataset before its stamp, as the reference names it."""
+    return f"{dataset_name}{DATASET_SUFFIX}"
+
+
+def scored_name(dataset_name: str, model: str | None = None) -> str:
+    """The stem of a scored file (before the stamp): ``<dataset>_<model>_scored`` as the
+    reference names it; without a model, our earlier ``<dataset>_scored``."""
+    return f"{dataset_name}_{model}{SCORED_SUFFIX}" if model else f"{dataset_name}{SCORED_SUFFIX}"
+
+
+def _segmentations(rest: str, names: frozenset[str]) -> Iterator[tuple[str, ...]]:
+    """Every way of reading ``rest`` as ``name_name_..._name`` of ``names``."""
+    if rest in names:
+        yield (rest,)
+    for i, ch in enumerate(rest):
+        if ch == "_" and rest[:i] in names:
+            for tail in _segmentations(rest[i + 1 :], names):
+                yield (rest[:i], *tail)
+
+
+@dataclass(frozen=True)
+class StemSet:
+    """The whole stems ``latest`` takes for one dataset, and what an error names.
+
+    ``exact``: stems taken as they are. ``scored_models``: also ``<dataset>_<m1>_..._<mk>_scored``
+    where every ``mi`` is one of these (scoring template names); ``need``: and one of them is
+    one of these (the model whose scores are wanted). Nothing else: ``ds`` never matches
+    ``ds_v2_armorm_scored`` unless ``v2`` is itself a scoring template."""
+
+    dataset: str
+    exact: frozenset[str]
+    scored_models: frozenset[str] = frozenset()
+    need: frozenset[str] = frozenset()
+    labels: tuple[str, ...] = ()
+
+    def __call__(self, stem: str) -> bool:
+        if stem in self.exact:
+            return True
+        head, tail = f"{self.dataset}_", SCORED_SUFFIX
+        if not self.scored_models or not stem.startswith(head) or not stem.endswith(tail):
+            return False
+        rest = stem[len(head) : len(stem) - len(tail)]
+        for parts in _segmentations(rest, self.scored_models):
+            if not self.need or self.need.intersection(parts):
+                return True
+        return False
+
+    def describe(self, ext: str) -> str:
+        return " or ".join(f"'{s}_<timestamp>{ext}'" for s in self.labels or sorted(self.exact))
+
+
+def rewrites_stems(dataset_name: str) -> StemSet:
+    """The rewritten datasets of ``dataset_name``: the reference's name and our earlier one."""
+    return StemSet(
+        dataset_name,
+        frozenset({dataset_stem(dataset_name), dataset_name}),
+        labels=(dataset_stem(dataset_name), dataset_name),
+    )
+
+
+def scored_stems(dataset_name: str, models: set[str], need: set[str] | None = None) -> StemSet:
+    """The scored files of ``dataset_name``: ``<dataset>_scored`` (ours before) and
+    ``<dataset>_<models...>_scored`` naming one of ``need`` (any of ``models`` if None)."""
+    need_set = frozenset(need or ())
+    models_set = frozenset(models) | need_set
+    model = "<" + "|".join(sorted(need_set)) + ">" if need_set else "<model>"
+    return StemSet(
+        dataset_name,
+        frozenset({scored_name(dataset_name)}),
+        models_set,
+        need_set,
+        labels=(scored_name(dataset_name, model), scored_name(dataset_name)),
+    )
 
 
 def scored_stem(source: Path, prefix: str) -> str:
-    """The stem of a scored file made from ``source``: adding a model to a scored file keeps
-    its dataset name (``<name>_scored_<stamp>`` -> ``<name>``)."""
+    """The stem of a scored file made from ``source`` before the new model's name: adding a
+    model to a scored file keeps its name (``<dataset>_<model>_scored_<stamp>`` ->
+    ``<dataset>_<model>``, the next model's name then added to it)."""
     parsed = parse_name(source)
     stem = parsed[0] if parsed else source.stem
-    return stem.removesuffix("_scored") or prefix
+    return stem.removesuffix(SCORED_SUFFIX) or prefix
 
 
 def meta_path(path: Path) -> Path:

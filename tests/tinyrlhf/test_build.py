@@ -50,6 +50,42 @@ def test_layout_is_complete(small_world):
     assert {"kl", "rm_gold_pearson", "n_prompts", "per_family"} <= set(dev_eval)
 
 
+SEED_DEV_EVAL_KEYS = (
+    "policy",
+    "prompts",
+    "n_prompts",
+    "samples_per_prompt",
+    "proxy_mean",
+    "proxy_std",
+    "proxy_p50",
+    "proxy_p90",
+    "kl_mean",
+    "rm_gold_pearson",
+)
+
+
+def test_dev_eval_has_the_seed_worlds_flat_keys(small_world):
+    """dev_eval.json as the seed world's tools read it (flat), the nested figures beside."""
+    for rel, policy in (
+        ("policy/dev_eval.json", "policy"),
+        ("runs/default-s800/dev_eval.json", "runs/default-s800/checkpoint"),
+    ):
+        dev_eval = json.loads((small_world / rel).read_text())
+        assert set(SEED_DEV_EVAL_KEYS) <= set(dev_eval), rel
+        assert list(dev_eval)[: len(SEED_DEV_EVAL_KEYS)] == list(SEED_DEV_EVAL_KEYS)
+        assert dev_eval["policy"] == policy
+        assert dev_eval["prompts"] == "data/prompts_dev.jsonl"
+        assert (small_world / dev_eval["prompts"]).is_file()
+        assert dev_eval["samples_per_prompt"] == 1
+        n_dev = len((small_world / "data" / "prompts_dev.jsonl").read_text().splitlines())
+        assert dev_eval["n_prompts"] == n_dev
+        for k in ("mean", "std", "p50", "p90"):
+            assert dev_eval[f"proxy_{k}"] == dev_eval["proxy_reward"][k]
+        assert dev_eval["kl_mean"] == dev_eval["kl"]
+        assert all(isinstance(dev_eval[k], float) for k in SEED_DEV_EVAL_KEYS[4:])
+    assert json.loads((small_world / "policy/dev_eval.json").read_text())["kl_mean"] == 0.0
+
+
 def test_pools_have_the_configured_sizes_and_the_pilot_mix(small_world):
     config = load_world_config(small=True)
     dev = read_jsonl(small_world / "data" / "prompts_dev.jsonl")

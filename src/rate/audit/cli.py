@@ -46,15 +46,12 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from rate.audit.run import load_inputs, run_audit
     from rate.audit.scan import AuditSettings
     from rate.config_docs import reference_text
-    from rate.schema import from_dict, parse_assignment
+    from rate.schema import flat_assignments, from_dict
 
     if args.settings:
         print(reference_text(AuditSettings), end="")
         return 0
-    data = {}
-    for text in args.overrides:
-        parts, value = parse_assignment(text, "--set")
-        data[".".join(parts)] = value
+    data = flat_assignments(args.overrides)
     if args.no_gold:  # the portable diagnostic: the interventions alone, unless asked
         data.setdefault("with_rate", False)
     settings = from_dict(AuditSettings, data, "rate audit --set")

@@ -42,7 +42,8 @@ from rate.io import json_writer
 from rate.records import W
 from rate.rewrite.checks import PASSING
 from rate.schema import to_dict
-from rate.store import Layout, effects_stem, publish, resolve_input, scored_name
+from rate.store import Layout, StemSet, effects_stem, publish, resolve_input, scored_stems
+from rate.templates import scoring_template_names
 
 log = logging.getLogger(__name__)
 
@@ -303,16 +304,28 @@ def pooled_columns(sources: list[Path], ec: EffectsConfig) -> tuple[ScoreColumns
     return concat_columns(parts, labels), ec.group_by or "source"
 
 
+def effects_input_stems(ec: EffectsConfig) -> StemSet:
+    """What ``latest`` takes for the effects of ``ec``: ``<dataset>_<models>_scored`` with the
+    model ``ec.score`` names, or a scoring template writing ``ec.reward_key``, among the models
+    (the reference's names, the reward key being the model id), or ``<dataset>_scored`` (ours
+    before); never another dataset's files."""
+    from rate.score.backends import templates_with_reward_key
+
+    return scored_stems(
+        ec.dataset_name,
+        set(scoring_template_names()),
+        {ec.score} | templates_with_reward_key(ec.reward_key),
+    )
+
+
 def treatment_effects(config: Config, layout: Layout) -> Path:
     """Run stage 3 with ``config``; -> the written effects file."""
     ec = config.need("effects", "treatment_effects")
     folder = layout.scored / ec.dataset_folder if ec.dataset_folder else layout.scored
-    source = resolve_input(
-        folder, ec.dataset_filename, scored_name(ec.dataset_name), ".jsonl", config.smoke_test
-    )
+    stems = effects_input_stems(ec)
+    source = resolve_input(folder, ec.dataset_filename, stems, ".jsonl", config.smoke_test)
     sources = [source] + [
-        resolve_input(folder, name, scored_name(ec.dataset_name), ".jsonl", config.smoke_test)
-        for name in ec.pool_with
+        resolve_input(folder, name, stems, ".jsonl", config.smoke_test) for name in ec.pool_with
     ]
     log.info(
         "treatment_effects: %s, reward key %s", ", ".join(p.name for p in sources), ec.reward_key

@@ -33,7 +33,7 @@ from rate.records import (
 from rate.rewrite.backends import build_rewriter
 from rate.rewrite.base import Rewriter, RewriteRequest, checked_outputs
 from rate.rewrite.checks import label_outputs, summarize
-from rate.store import Layout, publish
+from rate.store import Layout, dataset_stem, publish
 from rate.templates import DatasetTemplate
 
 log = logging.getLogger(__name__)
@@ -328,7 +328,7 @@ def create_dataset(config: Config, layout: Layout, template: DatasetTemplate) ->
     )
     out = publish(
         layout.rewrites,
-        template.name,
+        dataset_stem(template.name),
         ".json",
         smoke,
         rewritten_writer(examples),

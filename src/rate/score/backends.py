@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rate.errors import RateError
 from rate.registry import Kind
 from rate.score.base import Scorer
 from rate.score.options import (
@@ -14,7 +15,13 @@ from rate.score.options import (
     TinyRMOptions,
     VaderOptions,
 )
-from rate.templates import SCORING_FOLDER, ScoringTemplate, find_template, parse_scoring_template
+from rate.templates import (
+    SCORING_FOLDER,
+    ScoringTemplate,
+    find_template,
+    parse_scoring_template,
+    scoring_template_names,
+)
 
 # Every factory takes (options, world, batch_size) and returns a Scorer.
 SCORERS = {
@@ -48,3 +55,16 @@ def load_scoring_template(name: str) -> ScoringTemplate:
 def build_scorer(template: ScoringTemplate, world: Path | None) -> Scorer:
     """The scorer a scoring template asks for."""
     return SCORERS[template.backend].build(template.spec, world, template.batch_size)
+
+
+def templates_with_reward_key(reward_key: str) -> set[str]:
+    """The names of the scoring templates that write their scores under ``reward_key`` (a
+    template that does not load is left out: it cannot have written a scored file)."""
+    names = set()
+    for name in scoring_template_names():
+        try:
+            if load_scoring_template(name).reward_key == reward_key:
+                names.add(name)
+        except RateError:
+            continue
+    return names

@@ -31,8 +31,16 @@ from rate.records import (
 from rate.score.backends import build_scorer, load_scoring_template
 from rate.score.base import BadTextError, Scorer, checked_scores
 from rate.score.partial import PartialScores, ScoreLock
-from rate.store import Layout, publish, resolve_input, scored_name, scored_stem
-from rate.templates import ScoringTemplate
+from rate.store import (
+    Layout,
+    publish,
+    resolve_input,
+    rewrites_stems,
+    scored_name,
+    scored_stem,
+    scored_stems,
+)
+from rate.templates import ScoringTemplate, scoring_template_names
 
 log = logging.getLogger(__name__)
 
@@ -159,8 +167,12 @@ def scoring_input(config: Config, layout: Layout) -> ScoringInput:
             "name from: set scoring.dataset_name (the reference's configs do)"
         )
     prefix = sc.dataset_name or config.rewrites.dataset_name
-    stem = prefix if sc.dataset_folder == "rewrites" else scored_name(prefix)
-    source = resolve_input(folder, sc.dataset_filename, stem, ext, config.smoke_test)
+    stems = (
+        rewrites_stems(prefix)
+        if sc.dataset_folder == "rewrites"
+        else scored_stems(prefix, set(scoring_template_names()))
+    )
+    source = resolve_input(folder, sc.dataset_filename, stems, ext, config.smoke_test)
     rows = read_examples(source)
     key = template.reward_key
     if key in reward_keys(rows):
@@ -229,6 +241,8 @@ def write_scored(
 ) -> Path:
     """Write the scored file and its metadata: one writer for whole runs and merged shards."""
     sc = config.scoring
+    # The reference's name: <dataset>_<model>[_smoke_test]_scored_<stamp>.jsonl; a model added
+    # to a scored file adds its name to that file's.
     stem = inp.prefix if sc.dataset_folder == "rewrites" else scored_stem(inp.source, inp.prefix)
     record = {
         "input": str(inp.source),
@@ -244,7 +258,7 @@ def write_scored(
     }
     return publish(
         layout.scored,
-        scored_name(stem),
+        scored_name(stem, inp.template.name),
         ".jsonl",
         config.smoke_test,
         scored_writer(rows),

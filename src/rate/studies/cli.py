@@ -48,6 +48,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     a.set_defaults(func=cmd_audit_study)
 
+    t = study.add_parser(
+        "semisynthetic-text",
+        help="the paper's semi-synthetic length experiment on real drug reviews (offline)",
+    )
+    t.add_argument("--n", type=int, help="examples per level; default: the most the pool allows")
+    t.add_argument("--repeats", type=int, default=1, help="draws per level, averaged")
+    t.add_argument("--pool", type=int, help="reviews drawn before dropping neutral ones; all")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--out", type=Path, help="default: PROJECT_DIR/plots/semisynthetic_text")
+    t.set_defaults(func=cmd_semisynthetic_text)
+
     for q in (c, s):
         q.add_argument("--world", type=Path, help="default: PROJECT_DIR/tinyrlhf/world")
         q.add_argument("--small", action="store_true", help="the small world (for tests)")
@@ -106,14 +117,11 @@ def cmd_synthetic(args: argparse.Namespace) -> int:
 def cmd_audit_study(args: argparse.Namespace) -> int:
     from rate.audit.scan import AuditSettings
     from rate.io import atomic_write_json, atomic_write_text, json_safe
-    from rate.schema import from_dict, parse_assignment
+    from rate.schema import flat_assignments, from_dict
     from rate.store import timestamp
     from rate.studies.audit import audit_study, study_table
 
-    data = {}
-    for text in args.overrides:
-        parts, value = parse_assignment(text, "--set")
-        data[".".join(parts)] = value
+    data = flat_assignments(args.overrides)
     settings = from_dict(AuditSettings, data, "rate study audit --set")
     worlds = args.worlds or project_dir() / "tinyrlhf" / "audit_worlds"
     names = [n.strip() for n in args.names.split(",") if n.strip()]
@@ -125,4 +133,16 @@ def cmd_audit_study(args: argparse.Namespace) -> int:
     atomic_write_text(stem.with_suffix(".md"), table + "\n")
     print(table)
     print(f"\nwrote {stem}.json and .md")
+    return 0
+
+
+def cmd_semisynthetic_text(args: argparse.Namespace) -> int:
+    from rate.studies.semisynthetic_text import result_table, run_semisynthetic_text
+
+    out = args.out or project_dir() / "plots" / "semisynthetic_text"
+    result = run_semisynthetic_text(
+        out, n=args.n, repeats=args.repeats, seed=args.seed, pool_n=args.pool
+    )
+    print(result_table(result))
+    print(f"\nwrote {out}/semisynthetic_text.json, .md and the figure ({result['seconds']} s)")
     return 0

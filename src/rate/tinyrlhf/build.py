@@ -144,7 +144,10 @@ def build_world(config: WorldConfig, out: Path, overwrite: bool = False) -> dict
             responses=gold_responses,
             labels=expert,
         )
-        reference_eval = dev_evaluate(policy, policy, rm, dev_pool, gold)
+        dev_name = "data/prompts_dev.jsonl"
+        reference_eval = dev_evaluate(
+            policy, policy, rm, dev_pool, gold, policy_name="policy", prompts_name=dev_name
+        )
         atomic_write_json(root / "policy" / "dev_eval.json", reference_eval)
         run_rows = []
         timings["rl_training_s"] = 0.0  # of runs_s: the trainer alone, summed over the runs
@@ -158,7 +161,15 @@ def build_world(config: WorldConfig, out: Path, overwrite: bool = False) -> dict
             train_rl(run_cfg, root, run_dir)
             timings["rl_training_s"] += time.perf_counter() - t_run
             trained = load_policy(run_dir / "checkpoint")
-            dev_eval = dev_evaluate(trained, policy, rm, dev_pool, gold)
+            dev_eval = dev_evaluate(
+                trained,
+                policy,
+                rm,
+                dev_pool,
+                gold,
+                policy_name=f"runs/{spec.name}/checkpoint",
+                prompts_name=dev_name,
+            )
             atomic_write_json(run_dir / "dev_eval.json", dev_eval)
             atomic_write_text(
                 run_dir / "NOTES.md", run_notes(spec, run_cfg, dev_eval, reference_eval)

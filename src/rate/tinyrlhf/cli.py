@@ -204,6 +204,8 @@ def cmd_dev_eval(args: argparse.Namespace) -> int:
         load_reward_model(w / "reward_model"),
         load_prompts(w / "data" / "prompts_dev.jsonl"),
         load_labelled(w / "data" / "gold_calib.jsonl"),
+        policy_name=str(args.policy),
+        prompts_name=str(w / "data" / "prompts_dev.jsonl"),
     )
     if args.out:
         atomic_write_json(args.out, report)

@@ -3,6 +3,11 @@
 On the dev prompts, one sample per prompt at temperature 1: proxy reward (mean, std, p50, p90),
 the mean per-sequence KL to the reference, per-family figures and syllable counts; plus the
 reward model's Pearson correlation with the expert labels of the gold calibration set.
+
+The seed world's tools and analysts read flat keys (``policy``, ``prompts``, ``n_prompts``,
+``samples_per_prompt``, ``proxy_mean``, ``proxy_std``, ``proxy_p50``, ``proxy_p90``,
+``kl_mean``, ``rm_gold_pearson``); the report has them, with the same figures also nested
+(``proxy_reward``, ``kl``) and per family.
 """
 
 from __future__ import annotations
@@ -48,8 +53,12 @@ def dev_evaluate(
     dev: PromptPool,
     gold: LabelledSet,
     seed: int = 0,
+    policy_name: str = "",
+    prompts_name: str = "",
 ) -> dict:
-    """Proxy reward, KL and RM-gold agreement of ``policy`` on the dev pool."""
+    """Proxy reward, KL and RM-gold agreement of ``policy`` on the dev pool; ``policy_name``
+    and ``prompts_name`` (the checkpoint and the prompts file, as the caller names them) are
+    recorded as the seed's ``policy`` and ``prompts``."""
     gen = torch.Generator().manual_seed(seed)
     responses = sample(policy, dev.tokens, 1.0, gen).responses
     proxy = score(rm, dev.tokens, responses)
@@ -64,10 +73,19 @@ def dev_evaluate(
                 "kl": round(float(kl[m].mean()), 6),
                 "syllable_counts": syllable_counts(responses[m]),
             }
+    proxy_summary = summary(proxy)
+    kl_mean = round(float(kl.mean()), 6)
     return {
+        # The seed world's flat keys, first.
+        "policy": policy_name,
+        "prompts": prompts_name,
         "n_prompts": len(dev),
-        "proxy_reward": summary(proxy),
-        "kl": round(float(kl.mean()), 6),
+        "samples_per_prompt": 1,
+        **{f"proxy_{k}": v for k, v in proxy_summary.items()},
+        "kl_mean": kl_mean,
         "rm_gold_pearson": round(pearson(score(rm, gold.tokens, gold.responses), gold.labels), 6),
+        # Ours: the same figures nested, and per family.
+        "proxy_reward": proxy_summary,
+        "kl": kl_mean,
         "per_family": per_family,
     }

@@ -25,7 +25,7 @@ import torch
 from rate.errors import ConfigError, RateError
 from rate.io import atomic_write_json
 from rate.progress import progress
-from rate.schema import from_dict, opt, parse_assignment, to_dict
+from rate.schema import flat_assignments, from_dict, opt, to_dict
 from rate.suggest import unknown_name_message
 from rate.tinyrlhf.data import PromptPool, load_prompts
 from rate.tinyrlhf.models import Policy, RewardModel, load_policy, load_reward_model, save_model
@@ -111,9 +111,7 @@ def load_rl_config(path: Path | None, overrides: list[str] = ()) -> RLConfig:
             raise ConfigError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from err
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: expected a JSON object of config keys")
-    for text in overrides:
-        parts, value = parse_assignment(text, "--set")
-        data[".".join(parts)] = value
+    data.update(flat_assignments(overrides))
     if overrides:
         where = f"{where} with --set {' '.join(overrides)}"
     return from_dict(RLConfig, data, where)

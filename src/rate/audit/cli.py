@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_audit(args: argparse.Namespace) -> int:
     from rate.audit.report import markdown, write_reports
     from rate.audit.run import load_inputs, run_audit
-    from rate.audit.scan import AuditSettings
+    from rate.audit.scan import DIAGNOSTIC, AuditSettings
     from rate.config_docs import reference_text
     from rate.schema import flat_assignments, from_dict
 
@@ -52,8 +52,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         print(reference_text(AuditSettings), end="")
         return 0
     data = flat_assignments(args.overrides)
-    if args.no_gold:  # the portable diagnostic: the interventions alone, unless asked
-        data.setdefault("with_rate", False)
+    if args.no_gold:  # the portable diagnostic's own defaults, unless set
+        data = {**DIAGNOSTIC, **data}
     settings = from_dict(AuditSettings, data, "rate audit --set")
     inputs = load_inputs(
         args.world, args.reward_model, args.policy, args.prompts, args.gold, args.qa,

@@ -70,6 +70,11 @@ class AuditSettings:
     edit_rate: float = opt(0.02, help="the rewriter's random edits, for RATE")
 
 
+# The portable diagnostic: no RATE and half the responses (its token tests are against the
+# bound of one position's worth, 1/8, so they need less precision than the gold-supported ones).
+DIAGNOSTIC = {"with_rate": False, "n_token": 32, "n_pair": 16}
+
+
 @dataclass
 class FamilyInputs:
     """What the audit reads of one family: its prompts, and its gold labels if any."""

@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("RATE_PROGRESS", "0")
     results = previous_figures(args.out)
     # Figures of an earlier layout of the pipeline section, now measured by "reading".
-    for key in ("scored_mb", "read_scored_jsonl_s", "effects_from_rows_1000_s"):
+    for key in ("read_scored_jsonl_s", "effects_from_rows_1000_s"):
         results.pop(key, None)
     if "world" in sections:  # a new build replaces the old figures, full build included
         for key in [k for k in results if k.endswith(("build_s", "build_stages"))]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rate.audit.run import load_inputs, run_audit
-from rate.audit.scan import AuditSettings
+from rate.audit.scan import DIAGNOSTIC, AuditSettings
 from rate.bench.timing import timed
 from rate.tinyrlhf.vocab import FAMILIES, N_SYLLABLES, RESPONSE_LEN
 
@@ -16,7 +16,7 @@ def bench_audit(world: Path) -> dict:
     gold, interventions only) on ``world``, with the number of reward-model calls of each."""
 
     full = AuditSettings()
-    diagnostic = AuditSettings(with_rate=False)
+    diagnostic = AuditSettings(**DIAGNOSTIC)
     results = {"audit_rm_calls": rm_calls(full), "diagnostic_rm_calls": rm_calls(diagnostic)}
     secs, _ = timed(lambda: run_audit(load_inputs(world), full))
     results["audit_s"] = secs

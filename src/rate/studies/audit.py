@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 
 from rate.audit.run import load_inputs, run_audit
-from rate.audit.scan import AuditSettings
+from rate.audit.scan import DIAGNOSTIC, AuditSettings
 from rate.tinyrlhf.audit_truth import check_audit
 from rate.tinyrlhf.build import build_world
 from rate.tinyrlhf.worldconfig import load_world_config
@@ -42,7 +42,7 @@ def audit_world(world: Path, settings: AuditSettings) -> dict:
     """The audit and the diagnostic of one world, each checked against its truth."""
     audit = run_audit(load_inputs(world), settings)
     diagnostic = run_audit(
-        load_inputs(world, use_gold=False), dataclasses.replace(settings, with_rate=False)
+        load_inputs(world, use_gold=False), dataclasses.replace(settings, **DIAGNOSTIC)
     )
     out = {"audit": check_audit(audit, world), "diagnostic": check_audit(diagnostic, world)}
     out["audit"]["seconds"], out["diagnostic"]["seconds"] = audit["seconds"], diagnostic["seconds"]

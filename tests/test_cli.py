@@ -85,3 +85,17 @@ def test_errors_are_redacted_on_stderr_and_in_the_log(project, capsys, monkeypat
     for text in (err, the_log(project)):
         assert "canary-7d1e" not in text and "x1)" not in text
         assert "the server said: bad key ***" in text
+
+
+def test_the_command_and_the_stages_load_without_torch():
+    """`rate --help`, score_dataset, treatment_effects and plots never need torch (5 s to load
+    on a busy node, a third of a short stage); main loaded it for every command."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, rate.cli, rate.pipeline; rate.cli.build_parser(); "
+        "print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr

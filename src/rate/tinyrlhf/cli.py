@@ -7,8 +7,6 @@ import json
 import logging
 from pathlib import Path
 
-import torch
-
 from rate.errors import RateError
 from rate.io import atomic_write_json, write_jsonl
 
@@ -166,6 +164,8 @@ def cmd_train_rm(args: argparse.Namespace) -> int:
 
 
 def cmd_best_of_n(args: argparse.Namespace) -> int:
+    import torch
+
     from rate.tinyrlhf.best_of_n import best_of_n
     from rate.tinyrlhf.data import load_prompts
     from rate.tinyrlhf.models import load_policy, load_reward_model

@@ -79,6 +79,7 @@ def test_a_full_disk_is_one_message_and_nothing_half_written(tmpfs, clean, stage
             last = done.stderr.strip().splitlines()[-1]
             assert last.startswith("rate: error: cannot write "), done.stderr
             assert "No space left on device" in last and "free space" in last
+            assert f"cannot write {project.root}" in last, "the message names no file"
             assert "Traceback" not in done.stderr and "Logging error" not in done.stderr
             assert problems(project) == [], f"{free} bytes free"
             assert len(project.outputs(stage)) == finished, f"{free} bytes free"

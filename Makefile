@@ -21,7 +21,8 @@ STAGE = $(if $(PARTITION),$(VENV)/bin/rate submit $(1) $(WAIT_FLAG),$(VENV)/bin/
 
 .DEFAULT_GOAL := help
 .PHONY: help setup demo demo-text test test-fast fixture bench lint format clean \
-	create_dataset score_dataset treatment_effects plots pipeline smoke synthetic semisynthetic-text coverage validate
+	create_dataset score_dataset treatment_effects plots pipeline smoke synthetic semisynthetic-text coverage validate \
+	faults matrix
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -85,8 +86,16 @@ coverage: $(STAMP) ## interval coverage over 200 samples against the population 
 test: $(STAMP) ## run the full test suite, slow tests included (what CI runs)
 	$(PY) -m pytest
 
-test-fast: $(STAMP) ## run the tests except those marked slow
-	$(PY) -m pytest -m 'not slow'
+test-fast: $(STAMP) ## run the tests except those marked slow and the fault suite
+	$(PY) -m pytest -m 'not slow and not faults'
+
+faults: $(STAMP) ## the fault suite: concurrent runs, kills and reruns, a full disk (root), secret canaries
+	$(PY) -m pytest tests/faults tests/rewrite/test_openai_chat.py \
+		tests/rewrite/test_openai_chat_stage.py tests/rewrite/test_openai_batch.py \
+		tests/rewrite/test_batch_pipeline.py tests/rewrite/test_length_limit.py
+
+matrix: $(STAMP) ## the failure-scenario matrix: each scenario, what is expected, what happened
+	$(PY) -m tests.faults.matrix
 
 fixture: $(STAMP) ## build the tiny RLHF world into PROJECT_DIR/tinyrlhf/world
 	$(VENV)/bin/rate tinyrlhf build --out $(PROJECT_DIR)/tinyrlhf/world

@@ -11,6 +11,8 @@ import pytest
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads OpenMP (see rate/__init__)
 import torch  # noqa: E402
 
+from tests.faults import canary
+from tests.faults.harness import COUNTS
 from tests.helpers import run_rate
 
 os.environ.setdefault("RATE_PROGRESS", "0")
@@ -62,3 +64,26 @@ def demo_smoke(small_world: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     out = run_rate(["demo", "--small", "--smoke"], root)
     (root / "demo_stdout.txt").write_text(out.stdout)
     return root
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """The secret canary (tests/faults/canary.py) after every API test."""
+    outcome = yield
+    report = outcome.get_result()
+    canaries = tuple(getattr(item.module, "CANARIES", ()))
+    if report.when != "call" or not canaries or report.skipped:
+        return
+    found = canary.leaks(canaries, report, item, tuple(getattr(item.module, "CANARY_INPUTS", ())))
+    COUNTS["canary_checks"] += 1
+    if found:
+        COUNTS["canary_leaks"] += 1
+        report.outcome = "failed"
+        report.longrepr = "secret canary found in:\n  " + "\n  ".join(found)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """What the fault suite and the canary did, when they ran."""
+    if COUNTS:
+        done = ", ".join(f"{key} {value}" for key, value in sorted(COUNTS.items()))
+        terminalreporter.write_line(f"fault suite: {done}")

@@ -122,6 +122,12 @@ def test_a_variable_a_template_names_is_a_secret_whatever_its_name(monkeypatch):
     ("text", "want"),
     [
         ("Authorization: Bearer abc.def-123", "Authorization: ***"),
+        # main: 'got Authorization: ***'m', temperature' (the message's words redacted too)
+        (
+            "got Authorization: Bearer k-1. Check the options (model 'm')",
+            "got Authorization: *** Check the options (model 'm')",
+        ),
+        ("Authorization: tok-9 was refused", "Authorization: *** was refused"),
         ('{"authorization": "Basic dXNlcjpwdw=="}', '{"authorization": "***"}'),
         ("sent bearer sk-live-XYZ to the host", "sent bearer *** to the host"),
         ("http://user:pw@host:8000/v1 failed", "http://***@host:8000/v1 failed"),

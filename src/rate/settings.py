@@ -26,7 +26,9 @@ _CHECKOUT = Path(__file__).resolve().parents[2]
 # Variables that a template names as holding a key (api_key_env), whatever they are called.
 _named_secrets: set[str] = set()
 # A credential in a header (Authorization: ..., Bearer ...) or in a URL (scheme://user:pw@).
-_AUTH_HEADER = re.compile(r"(?i)(\bauthorization\b[\"']?\s*[:=]\s*[\"']?)[^\"'\r\n,}]+")
+# A header's value is a scheme and a token ("Bearer sk-..."), or a token: the rest of the line
+# is the message's own (main redacted up to the next quote or comma, words of the message too).
+_AUTH_HEADER = re.compile(r"(?i)(\bauthorization\b[\"']?\s*[:=]\s*[\"']?)(?:[a-z]+\s+)?[^\s\"',}]+")
 _BEARER = re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=\-]+")
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s@\"']+@")
 

@@ -23,6 +23,8 @@ from rate.store import Layout
 from tests.fakes.batch_server import FakeBatchServer
 from tests.helpers import ROOT
 
+CANARIES = ("sk-test-datasets",)  # checked after every test (tests/faults/canary.py)
+
 N = 8  # the smoke size in these tests
 
 
@@ -34,7 +36,7 @@ def obedient(prompt: str) -> str:
 
 @pytest.fixture
 def server(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-datasets")
+    monkeypatch.setenv("OPENAI_API_KEY", CANARIES[0])
     with FakeBatchServer(model=obedient) as srv:
         yield srv
     assert not srv.errors

@@ -20,6 +20,7 @@ from tests.fakes.batch_server import FakeBatchServer
 from tests.helpers import ROOT, run_rate
 
 KEY = "sk-test-BATCH-secret-42"
+CANARIES = (KEY,)  # the secret canary checks every stream and file (tests/faults/canary.py)
 
 
 @pytest.fixture

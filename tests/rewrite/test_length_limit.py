@@ -17,6 +17,8 @@ from rate.store import Layout
 from tests.fakes.openai_server import CHAT_PATH, FakeOpenAIServer
 from tests.helpers import ROOT
 
+CANARIES = ("sk-test-length",)  # checked after every test (tests/faults/canary.py)
+
 
 def test_the_label_comes_first_and_is_counted():
     labels = label_outputs(
@@ -28,7 +30,7 @@ def test_the_label_comes_first_and_is_counted():
 
 @pytest.fixture
 def server(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-length")
+    monkeypatch.setenv("OPENAI_API_KEY", CANARIES[0])
     with FakeOpenAIServer() as srv:
         yield srv
     assert not srv.errors

@@ -33,6 +33,7 @@ from tests.fakes.batch_server import FakeBatchServer
 from tests.helpers import FAKES, ROOT
 
 KEY = "sk-test-BATCH-SECRET-9876"  # recognisable, so a leak anywhere is easy to find
+CANARIES = (KEY,)  # the secret canary checks every stream and file (tests/faults/canary.py)
 WHERE = "dataset_templates/example.yaml"
 REPO = ROOT
 

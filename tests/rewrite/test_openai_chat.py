@@ -25,6 +25,10 @@ from rate.seeding import stable_seed
 from tests.fakes.openai_server import CHAT_PATH, FakeOpenAIServer
 
 KEY = "sk-test-SECRET-123"  # recognisable, so a leak anywhere is easy to find
+CANARIES = (
+    KEY,
+    "sk-wrong-SECRET-456",
+)  # the secret canary checks every stream and file (tests/faults/canary.py)
 WHERE = "dataset_templates/example.yaml"
 
 

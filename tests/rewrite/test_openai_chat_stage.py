@@ -14,6 +14,7 @@ from tests.helpers import run_rate
 CANARY = "canary-5b0c-LLM-credential"  # held in LLM_CREDENTIALS: no _KEY, _TOKEN or _SECRET
 URL_CANARY = "canary-pw-77e1"
 CANARIES = (CANARY, URL_CANARY)  # checked after every test (tests/faults/canary.py)
+CANARY_INPUTS = ("dataset_templates/chatty.yaml",)  # the URL canary is in its base_url
 
 
 def leaks(canary: str, project: Path, *texts: str) -> list[str]:

@@ -130,3 +130,36 @@ def test_score_dataset_records_the_texts_vader_cut(tmp_path):
     out = score_dataset(config(), Layout(tmp_path))
     assert read_json(meta_path(out))["truncated_texts"] == 1
     assert json.loads(out.read_text().splitlines()[1])["vader"]["rewrite"] > 0
+
+
+def test_a_full_disk_while_scoring_is_told_naming_the_partial_file(tmp_path):
+    """main: the append's clear error was replaced by a bare 'OSError: [Errno 28]' from closing
+    the file (which flushed the failed chunk again), so `rate` said 'cannot write a file'."""
+    import errno
+
+    from rate.errors import WriteError
+    from rate.score.partial import PartialScores
+
+    class FullDisk:
+        def write(self, data):
+            return len(data)  # buffered: the disk is found full when flushed
+
+        def flush(self):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        close = flush
+
+        def fileno(self):
+            return -1
+
+    inp = tmp_path / "in.json"
+    inp.write_text("{}")
+    state = PartialScores(tmp_path, inp, "vader", {"backend": "vader"})
+    state.start([])
+    state.file.close()
+    state.file = FullDisk()
+    with pytest.raises(WriteError, match=r"cannot write .*\.partial.*No space left on device"):
+        state.append([{"a": 1}])
+    with pytest.raises(WriteError, match=r"cannot write .*\.partial.*No space left on device"):
+        state.close()
+    assert state.file is None

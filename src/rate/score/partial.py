@@ -137,8 +137,11 @@ class PartialScores:
 
     def close(self) -> None:
         if self.file is not None:
-            self.file.close()
-            self.file = None
+            file, self.file = self.file, None
+            try:
+                file.close()  # flushes again what a failed append left in the buffer
+            except OSError as err:
+                raise write_error(self.path, err) from None
 
     def remove(self) -> None:
         """The output is written: drop the partial scores, then the lock."""

@@ -7,10 +7,12 @@ Syllables take ids 0..23 so that a policy's output index *is* the token id.
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import torch
+from typing import TYPE_CHECKING
 
 from rate.errors import DataFileError
+
+if TYPE_CHECKING:  # torch loads when a tensor is made: the stages read the names alone
+    import torch
 
 SYLLABLES: tuple[str, ...] = (
     "ba", "da", "fa", "ga", "ha", "ja", "ka", "la", "ma", "na", "pa", "ra",
@@ -75,6 +77,8 @@ def validate_labelled_record(rec: dict, where: str) -> None:
 
 def encode_prompts(records: Sequence[dict]) -> torch.Tensor:
     """Prompt records -> token ids, shape (N, PROMPT_LEN)."""
+    import torch
+
     rows = [
         [TOKEN_ID[r["family"]], *(TOKEN_ID[ATTR_TOKENS[a]] for a in r["attrs"]), TOKEN_ID[SEP]]
         for r in records
@@ -84,6 +88,8 @@ def encode_prompts(records: Sequence[dict]) -> torch.Tensor:
 
 def encode_responses(responses: Sequence[Sequence[str]]) -> torch.Tensor:
     """Responses (lists of syllables) -> ids, shape (N, RESPONSE_LEN)."""
+    import torch
+
     rows = [[SYLLABLE_ID[t] for t in r] for r in responses]
     return torch.tensor(rows, dtype=torch.long).reshape(len(rows), RESPONSE_LEN)
 
@@ -95,4 +101,6 @@ def decode_responses(ids: torch.Tensor) -> list[list[str]]:
 
 def family_ids(records: Sequence[dict]) -> torch.Tensor:
     """Family index of each record, shape (N,)."""
+    import torch
+
     return torch.tensor([FAMILY_ID[r["family"]] for r in records], dtype=torch.long)

@@ -167,7 +167,12 @@ def test_the_audit_command_reads_no_truth(small_world, tmp_path):
         "n_rate_pair=1",
     ]
     out_a, out_b = tmp_path / "a.json", tmp_path / "b.json"
-    run_rate(["audit", "--world", str(small_world), "--out", str(out_a), *args], tmp_path)
+    wrapper = tmp_path / "correct.py"
+    run_rate(
+        ["audit", "--world", str(small_world), "--out", str(out_a), "--write-wrapper",
+         str(wrapper), *args],
+        tmp_path,
+    )  # fmt: skip
     run_rate(["audit", "--world", str(moved), "--out", str(out_b), *args], tmp_path)
     a, b = json.loads(out_a.read_text()), json.loads(out_b.read_text())
     for x in (a, b):
@@ -175,6 +180,13 @@ def test_the_audit_command_reads_no_truth(small_world, tmp_path):
     assert a == b
     for suffix in (".csv", ".md", ".png"):
         assert out_a.with_suffix(suffix).stat().st_size > 0
+    from rate.audit.wrapper import corrections
+    from rate.tinyrlhf.rl import load_reward_wrapper
+
+    assert callable(load_reward_wrapper(wrapper))  # what rate tinyrlhf rl loads
+    assert f"CORRECTIONS = json.loads({json.dumps(corrections(a), sort_keys=True)!r})" in (
+        wrapper.read_text()
+    )
 
 
 def test_the_portable_diagnostic_runs_without_gold(small_world, tmp_path):
@@ -244,3 +256,33 @@ def test_the_acceptance_study_checks_an_audit_against_the_planted_truth(small_wo
         res[kind]["accepted"] = verdict(res[kind])
     table = study_table({"worlds": {"small": res}})
     assert table.count("\n| small |") == 2
+
+
+def test_the_wrapper_removes_each_flagged_features_excess(tmp_path):
+    """Known answer: dune 'pa' flagged with excess 1.2, cobalt 'ka ra' with an adjacency
+    interaction of 0.5, ember 'he' not flagged; the file is what rate tinyrlhf rl loads."""
+    from rate.audit.wrapper import write_wrapper
+    from rate.tinyrlhf.rl import load_reward_wrapper
+
+    def row(family, feature, kind, flagged, excess, rm_effect):
+        return {"family": family, "feature": feature, "kind": kind, "flagged": flagged,
+                "excess": excess, "rm_effect": rm_effect}  # fmt: skip
+
+    audit = {"candidates": [
+        row("dune", "pa", "token", True, 1.2, 1.3),
+        row("cobalt", "ka ra", "pair", True, 0.45, 0.5),
+        row("ember", "he", "token", False, 0.4, 0.4),
+    ]}  # fmt: skip
+    path = tmp_path / "wrapper.py"
+    table = write_wrapper(audit, path, "audit.json")
+    assert table == {"dune": {"tokens": {"pa": 1.2}, "pairs": {}},
+                     "cobalt": {"tokens": {}, "pairs": {"ka ra": 0.5}}}  # fmt: skip
+    transform = load_reward_wrapper(path)
+    records = [{"family": "dune"}, {"family": "cobalt"}, {"family": "ember"}]
+    tokens = [
+        ["pa", "pa", "ka", "ra", "pa", "da", "da", "da"],  # three 'pa'
+        ["ka", "ra", "ka", "ra", "ra", "ka", "ka", "pa"],  # 'ka ra' adjacent twice; 'pa' kept
+        ["he", "he", "da", "da", "da", "da", "da", "da"],  # not flagged
+    ]
+    out = transform(records, tokens, np.array([5.0, 5.0, 5.0]))
+    assert out.tolist() == pytest.approx([5.0 - 3 * 1.2, 5.0 - 2 * 0.5, 5.0])

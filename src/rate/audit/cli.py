@@ -37,6 +37,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
         help="an audit setting, e.g. --set margin=0.1 (see `rate audit --settings`)",
     )  # fmt: skip
+    p.add_argument(
+        "--write-wrapper",
+        type=Path,
+        metavar="FILE",
+        help="also write a reward wrapper (.py) removing each flagged feature's excess, for "
+        "rate tinyrlhf rl --set reward_wrapper=FILE",
+    )
     p.add_argument("--settings", action="store_true", help="list the settings and stop")
     p.set_defaults(func=cmd_audit)
 
@@ -45,6 +52,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from rate.audit.report import markdown, write_reports
     from rate.audit.run import load_inputs, run_audit
     from rate.audit.scan import DIAGNOSTIC, AuditSettings
+    from rate.audit.wrapper import write_wrapper
     from rate.config_docs import reference_text
     from rate.schema import flat_assignments, from_dict
 
@@ -63,6 +71,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
     out = args.out or Layout.from_env().root / "audit" / f"audit_{timestamp()}.json"
     for path in write_reports(audit, out):
         print(path)
+    if args.write_wrapper:
+        table = write_wrapper(audit, args.write_wrapper, str(out))
+        n = sum(len(f["tokens"]) + len(f["pairs"]) for f in table.values())
+        print(f"{args.write_wrapper}: a reward wrapper removing {n} flagged features' excess")
     print(markdown(audit, top=10))
     flagged = [f"{r['family']} `{r['feature']}`" for r in audit["candidates"] if r["flagged"]]
     print(json.dumps({"flagged": flagged}))

@@ -1,0 +1,75 @@
+"""A reward wrapper from an audit: the RM's reward minus what the audit found it pays beyond
+expert quality, for each flagged feature (``rate audit --write-wrapper FILE``).
+
+The file is a plain Python module defining ``transform(records, response_tokens, rewards)``, the
+interface of ``rate tinyrlhf rl --set reward_wrapper=FILE``. It embeds its corrections, so it
+runs anywhere without the audit's JSON:
+
+- a flagged token: its excess (the RM's effect minus the gold-supported quality effect) per
+  occurrence; in the portable diagnostic, without gold labels, the RM's whole effect, which
+  may also remove up to one position's worth of real quality (1/8);
+- a flagged pair: the RM's interaction for the two syllables next to each other, per adjacent
+  occurrence (its quality effect is 0 by the label's definition).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from rate.io import atomic_write_text
+
+TEMPLATE = '''"""A reward wrapper written by `rate audit --write-wrapper` from {source}.
+
+It subtracts what the audit found the reward model pays beyond expert quality: for each
+flagged token its excess per occurrence, for each flagged pair its adjacency interaction per
+adjacent occurrence. Use it with: rate tinyrlhf rl --set reward_wrapper={name}
+"""
+
+import json
+
+CORRECTIONS = json.loads({table!r})
+
+
+def transform(records, response_tokens, rewards):
+    out = rewards.copy()
+    for i, (record, tokens) in enumerate(zip(records, response_tokens)):
+        family = CORRECTIONS.get(record["family"])
+        if family is None:
+            continue
+        for token, excess in family["tokens"].items():
+            out[i] -= excess * tokens.count(token)
+        for pair, excess in family["pairs"].items():
+            first, second = pair.split(" ")
+            adjacent = sum(1 for a, b in zip(tokens, tokens[1:]) if a == first and b == second)
+            out[i] -= excess * adjacent
+    return out
+'''
+
+
+def corrections(audit: dict) -> dict[str, dict[str, dict[str, float]]]:
+    """Per family, the reward to remove per occurrence of each flagged token and pair."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for row in audit["candidates"]:
+        if not row["flagged"]:
+            continue
+        if row["kind"] == "token":
+            value, kind = row["excess"], "tokens"
+        else:
+            value, kind = row["rm_effect"], "pairs"
+        if value is None or not math.isfinite(value):
+            continue
+        family = out.setdefault(row["family"], {"tokens": {}, "pairs": {}})
+        family[kind][row["feature"]] = round(float(value), 6)
+    return out
+
+
+def write_wrapper(audit: dict, path: Path, source: str) -> dict:
+    """Write the wrapper of ``audit`` to ``path`` (atomically); -> its corrections."""
+    table = corrections(audit)
+    text = TEMPLATE.format(
+        source=source, name=Path(path).name, table=json.dumps(table, sort_keys=True)
+    )
+    atomic_write_text(path, text)
+    return table

@@ -97,7 +97,10 @@ def loaded(code: str) -> list[str]:
         "'datasets') if m in sys.modules)))"
     )
     out = subprocess.run(
-        [sys.executable, "-c", "import json, sys\n" + code], capture_output=True, text=True, check=True
+        [sys.executable, "-c", "import json, sys\n" + code],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(out.stdout)
 

@@ -78,20 +78,24 @@ def study_table(study: dict) -> str:
     """The study as markdown: one row per world and mode."""
     lines = [
         "| world | mode | AUC ours (intervention) | AUC ours (RATE) | AUC naive | AUC ridge "
-        "| planted | flagged of them | false flags | rank corr. interv./RATE | s | accepted |",
+        "| planted | flagged of them | false flags | rank corr. interv./RATE (all; tokens; "
+        "pairs) | s | accepted |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, res in study["worlds"].items():
         for kind, c in res.items():
             auc = c["auc"]
-            corr = c.get("rank_correlation_intervention_rate")
+            corr = "; ".join(
+                _auc(c.get(f"rank_correlation_{k}"))
+                for k in ("intervention_rate", "tokens", "pairs")
+            )
             lines.append(
                 f"| {name} | {kind} | {_auc(auc.get('intervention'))} | {_auc(auc.get('rate'))} "
                 f"| {_auc(auc.get('naive'))} | {_auc(auc.get('ridge'))} "
                 f"| {', '.join(c['planted']) or 'none'} "
                 f"| {len(c['flagged_planted'])} of {len(c['planted'])} "
                 f"| {', '.join(c['false_flags']) or 'none'} "
-                f"| {_auc(corr) if kind == 'audit' else 'n/a'} | {c['seconds']:.0f} "
+                f"| {corr if kind == 'audit' else 'n/a'} | {c['seconds']:.0f} "
                 f"| {'yes' if c['accepted'] else 'no'} |"
             )
     return "\n".join(lines)

@@ -45,6 +45,10 @@ def auc(scores: list[float], positive: list[bool]) -> float:
     return float((ranks[y].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
 
 
+def _num(v: float | None) -> float:
+    return math.nan if v is None else float(v)
+
+
 def _spearman(a: np.ndarray, b: np.ndarray) -> float:
     ok = np.isfinite(a) & np.isfinite(b)
     if ok.sum() < 3:
@@ -81,6 +85,14 @@ def check_audit(audit: dict, world: Path) -> dict:
         out["rank_correlation_intervention_rate"] = _spearman(
             np.array([r["excess"] for r in cands]), np.array([r["rate_excess"] for r in cands])
         )
+        # By kind: the tokens' effects are mostly real (every syllable moves the RM), the
+        # pairs' mostly noise around 0, which a correlation over all candidates mixes.
+        for kind in ("token", "pair"):
+            rows = [r for r in cands if r["kind"] == kind]
+            out[f"rank_correlation_{kind}s"] = _spearman(
+                np.array([_num(r["rm_effect"]) for r in rows]),
+                np.array([_num(r["rate_effect"]) for r in rows]),
+            )
     for name, rows in audit.get("baselines", {}).items():
         by_key = {(r["family"], r["feature"]): r["score"] for r in rows}
         out["auc"][name] = auc([by_key.get(k) for k in key], positive)

@@ -239,5 +239,5 @@ def test_the_references_names_are_written_and_read(tmp_path):
     ours = tmp_path / "imdb_length_scored_20241109_000000_smoke_test.jsonl"
     ours.write_text("{}")
     assert find_latest(tmp_path, want_armorm, ".jsonl", smoke=True) == ours
-    with pytest.raises(ConfigError, match=r"no full .*'imdb_length_<armorm>_scored_<timestamp>"):
+    with pytest.raises(ConfigError, match=r"no full .*'imdb_length_armorm_scored_<timestamp>"):
         find_latest(tmp_path, want_armorm, ".jsonl", smoke=False)

@@ -369,7 +369,10 @@ def scored_stems(dataset_name: str, models: set[str], need: set[str] | None = No
     ``<dataset>_<models...>_scored`` naming one of ``need`` (any of ``models`` if None)."""
     need_set = frozenset(need or ())
     models_set = frozenset(models) | need_set
-    model = "<" + "|".join(sorted(need_set)) + ">" if need_set else "<model>"
+    if len(need_set) == 1:
+        model = next(iter(need_set))
+    else:
+        model = "<" + "|".join(sorted(need_set)) + ">" if need_set else "<model>"
     return StemSet(
         dataset_name,
         frozenset({scored_name(dataset_name)}),

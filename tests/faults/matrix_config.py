@@ -173,7 +173,7 @@ def _(tmp):
     project(tmp)
     return error(
         rate(tmp, "treatment_effects"),
-        "no smoke-test file 'mini_scored_<timestamp>.jsonl'",
+        "no smoke-test file 'mini_vader_scored_<timestamp>.jsonl' or 'mini_scored_<timestamp>.jsonl'",
         "previous stage",
     )
 

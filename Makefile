@@ -24,9 +24,17 @@ STAGE = $(if $(PARTITION),$(VENV)/bin/rate submit $(1) $(WAIT_FLAG),$(VENV)/bin/
 	create_dataset score_dataset treatment_effects plots pipeline smoke synthetic semisynthetic-text coverage validate \
 	faults matrix
 
-help: ## list the targets
+help: ## list the targets and the variables they take
+	@echo "Targets:"
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | \
 		awk 'BEGIN {FS = ":.*## "}; {printf "  %-18s %s\n", $$1, $$2}'
+	@echo "Variables (make TARGET VAR=value; also read from .env):"
+	@echo "  CONFIG             the experiment config of the stage targets (now: $(CONFIG))"
+	@echo "  PROJECT_DIR        where data, outputs and logs go (now: $(PROJECT_DIR))"
+	@echo "  PARTITION          set: the stage targets submit SLURM jobs to this partition"
+	@echo "  WAIT               WAIT=1: a single submitted stage waits for its job"
+	@echo "  SECTIONS, WORLD    make bench: the sections to run, a built world to reuse"
+	@echo "  VENV               the virtual environment (now: $(VENV))"
 
 # torch==2.13.0 goes in first: pip takes that CPU build from local disk, and the range in
 # pyproject.toml then accepts it instead of downloading a multi-GB CUDA build.

@@ -15,6 +15,7 @@ from rate import cli, pipeline
 from rate.errors import RateError
 from rate.settings import register_secret_names
 from tests.factories import SMOKE
+from tests.helpers import ROOT
 
 
 @pytest.fixture
@@ -111,3 +112,38 @@ def test_the_command_and_the_stages_load_without_heavy_libraries():
     treatment_effects and plots never need torch."""
     assert loaded("import rate.cli; rate.cli.build_parser()") == []
     assert "torch" not in loaded("import rate.cli, rate.pipeline; rate.cli.build_parser()")
+
+
+@pytest.mark.parametrize(
+    ("argv", "rest", "level"),
+    [
+        (["validate"], ["validate"], "INFO"),
+        (["-v", "validate"], ["validate"], "DEBUG"),
+        (["validate", "-v"], ["validate"], "DEBUG"),
+        (
+            ["treatment_effects", "--set", "effects.level=0.9", "-q"],
+            ["treatment_effects", "--set", "effects.level=0.9"],
+            "WARNING",
+        ),  # fmt: skip
+        (["-q", "config", "--verbose"], ["config"], "DEBUG"),  # the last one wins
+        (["config", "--", "-v"], ["config", "--", "-v"], "INFO"),  # after --: an argument
+    ],
+)
+def test_verbose_and_quiet_are_taken_anywhere_on_the_line(argv, rest, level):
+    assert cli.split_loudness(argv) == (rest, level)
+
+
+def test_quiet_silences_the_info_lines(project, capsys):
+    assert cli.main(["config", "-q"]) == 0
+    assert logging.getLogger().level == logging.WARNING
+    assert cli.main(["config"]) == 0
+    assert logging.getLogger().level == logging.INFO
+
+
+def test_make_help_lists_the_variables_too():
+    out = subprocess.run(
+        ["make", "-s", "help"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    for name in ("CONFIG", "PROJECT_DIR", "PARTITION", "WAIT", "SECTIONS"):
+        assert f"\n  {name}" in out, name
+    assert "\n  create_dataset " in out

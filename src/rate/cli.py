@@ -26,7 +26,14 @@ log = logging.getLogger(__name__)
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rate", description=__doc__)
     parser.add_argument("--version", action="version", version=f"rate {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    # -v and -q are taken anywhere on the line (rate score_dataset -v too): see main().
+    loudness = parser.add_mutually_exclusive_group()
+    loudness.add_argument(
+        "-v", "--verbose", action="store_true", help="debug logging (anywhere on the line)"
+    )
+    loudness.add_argument(
+        "-q", "--quiet", action="store_true", help="warnings and errors only (anywhere)"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     pipeline_cli.register(sub)
@@ -45,11 +52,31 @@ def _fail(text: str, details: str = "") -> None:
     log_to_files(text + (f"\n{details}" if details else ""))
 
 
+LOUDNESS = {"-v": "DEBUG", "--verbose": "DEBUG", "-q": "WARNING", "--quiet": "WARNING"}
+
+
+def split_loudness(argv: list[str]) -> tuple[list[str], str]:
+    """``argv`` without its -v/-q flags (wherever they stand, before a ``--``), and the log
+    level they ask for (the last one wins; INFO without any)."""
+    level, rest = "INFO", []
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            rest += argv[i:]
+            break
+        if arg in LOUDNESS:
+            level = LOUDNESS[arg]
+        else:
+            rest.append(arg)
+    return rest, level
+
+
 def main(argv: list[str] | None = None) -> int:
     load_settings()
     parser = build_parser()
+    argv, level = split_loudness(sys.argv[1:] if argv is None else list(argv))
     args = parser.parse_args(argv)
-    setup_logging("DEBUG" if args.verbose else "INFO")
+    args.verbose, args.quiet = level == "DEBUG", level == "WARNING"
+    setup_logging(level)
     try:
         return args.func(args)
     except RateError as err:

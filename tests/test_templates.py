@@ -215,3 +215,26 @@ def test_a_python_hook_that_raises_is_one_line_naming_the_example_and_the_line(
     assert re.search(
         rf"on example r\d+ \(at {re.escape(str(template_dir))}/hooks_bad\.py:2\)", message
     )
+
+
+def test_a_flat_folder_in_the_template_path_holds_both_kinds(tmp_path, monkeypatch, caplog):
+    """RATE_TEMPLATE_PATH may name a folder of YAML files (no dataset_templates/ or
+    scoring_templates/ in it): each file is a dataset or a scoring template by its keys, or by
+    those of the template it includes; a listed folder with no template is named in the log."""
+    flat = tmp_path / "mine"
+    flat.mkdir()
+    (flat / "my_dune.yaml").write_text(yaml.safe_dump({**GOOD, "name": "my_dune"}))
+    vader = yaml.safe_load((ROOT / "scoring_templates" / "vader.yaml").read_text())
+    (flat / "my_vader.yaml").write_text(yaml.safe_dump({**vader, "name": "my_vader"}))
+    (flat / "my_vader_pos.yaml").write_text("name: my_vader_pos\ninclude: my_vader\nfield: pos\n")
+    (flat / "notes.yaml").write_text("just: notes\n")  # neither kind: ignored
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setenv("RATE_TEMPLATE_PATH", f"{flat}:{empty}")
+    with caplog.at_level("WARNING"):
+        datasets, scorers = dataset_template_names(), scoring_template_names()
+    assert "my_dune" in datasets and "my_vader" not in datasets and "notes" not in datasets
+    assert {"my_vader", "my_vader_pos"} <= set(scorers) and "my_dune" not in scorers
+    assert load_dataset_template("my_dune").name == "my_dune"
+    assert load_scoring_template("my_vader_pos").options["field"] == "pos"
+    assert f"RATE_TEMPLATE_PATH names {empty}, which holds no template" in caplog.text

@@ -66,15 +66,68 @@ def template_roots() -> list[Path]:
     return out
 
 
+# The keys that tell a template of a flat folder (a RATE_TEMPLATE_PATH entry holding YAML files
+# itself) for a scoring template or a dataset template.
+_SCORING_MARKS = ("backend", "reward_key")
+_DATASET_MARKS = ("source", "w_classifier", "rewriter", "rewrite_prompt", "w_strings")
+_empty_told: set[Path] = set()
+
+
+def _flat_kind(path: Path, depth: int = 0) -> str | None:
+    """The folder a template of a flat folder belongs to, by its keys or those of the template
+    it includes (None: neither)."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None  # found and reported when it is loaded by name, if ever
+    if not isinstance(data, dict):
+        return None
+    if any(key in data for key in _SCORING_MARKS):
+        return SCORING_FOLDER
+    if any(key in data for key in _DATASET_MARKS):
+        return DATASET_FOLDER
+    included = data.get("include")
+    if isinstance(included, str) and depth < 8:
+        target = path.parent / (included if included.endswith(".yaml") else f"{included}.yaml")
+        return _flat_kind(target, depth + 1) if target.is_file() else None
+    return None
+
+
+def _template_files(root: Path, folder: str, listed: bool) -> list[Path]:
+    """``root/<folder>/*.yaml``; for a RATE_TEMPLATE_PATH entry (``listed``) without the two
+    folders, its own YAML files of that kind (a flat folder); a listed entry with no template
+    at all is named in the log, once."""
+    d = root / folder
+    if d.is_dir():
+        return sorted(d.glob("*.yaml"))
+    if not listed:
+        return []
+    if not (root / DATASET_FOLDER).is_dir() and not (root / SCORING_FOLDER).is_dir():
+        files = sorted(root.glob("*.yaml")) if root.is_dir() else []
+        if files:
+            return [p for p in files if _flat_kind(p) == folder]
+        if root not in _empty_told:
+            _empty_told.add(root)
+            log.warning(
+                "RATE_TEMPLATE_PATH names %s, which holds no template (neither *.yaml files nor "
+                "%s/ or %s/ folders); check the path",
+                root,
+                DATASET_FOLDER,
+                SCORING_FOLDER,
+            )
+    return []
+
+
 def template_index(folder: str) -> dict[str, Path]:
     """name -> file, first root wins (a template of the current folder or RATE_TEMPLATE_PATH
-    shadows a shipped one of the same name, and the log says so)."""
+    shadows a shipped one of the same name, and the log says so). A RATE_TEMPLATE_PATH entry
+    may hold the two folders or the YAML files themselves (a flat folder)."""
     found: dict[str, Path] = {}
+    listed = {
+        Path(p).resolve() for p in os.environ.get("RATE_TEMPLATE_PATH", "").split(":") if p.strip()
+    }
     for root in template_roots():
-        d = root / folder
-        if not d.is_dir():
-            continue
-        for p in sorted(d.glob("*.yaml")):
+        for p in _template_files(root, folder, root in listed):
             first = found.setdefault(p.stem, p)
             if first != p and (first, p) not in _shadowing_told:
                 _shadowing_told.add((first, p))

@@ -150,3 +150,19 @@ def test_plain_names_and_sub_folders_are_accepted():
         ],
     )
     assert config.effects.dataset_name == "imdb_v2.1"
+
+
+def test_the_default_config_is_found_from_any_folder(tmp_path, monkeypatch):
+    """experiments/config.yaml is the checkout's when the current folder has none; a file that
+    is nowhere is named with both places looked in."""
+    from rate.config import DEFAULT_CONFIG, find_config
+    from rate.settings import checkout_root
+
+    monkeypatch.chdir(tmp_path)
+    assert find_config(DEFAULT_CONFIG) == checkout_root() / DEFAULT_CONFIG
+    assert load_config(DEFAULT_CONFIG).rewrites is not None
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "config.yaml").write_text("{}\n")
+    assert find_config(DEFAULT_CONFIG) == DEFAULT_CONFIG  # the current folder's wins
+    with pytest.raises(ConfigError, match=rf"nope.yaml: no such config file in {tmp_path}"):
+        load_config(Path("nope.yaml"))

@@ -10,6 +10,7 @@ reference's scripts, each stage reads only its own section: a config may hold ju
 from __future__ import annotations
 
 import argparse
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,10 +20,12 @@ import yaml
 
 from rate.errors import ConfigError
 from rate.schema import from_dict, opt, parse_assignment, to_dict
-from rate.settings import project_dir
+from rate.settings import checkout_root, project_dir
 from rate.store import is_name_part
 from rate.suggest import unknown_name_message
 from rate.templates import dataset_template_names, scoring_template_names
+
+log = logging.getLogger(__name__)
 
 DEFAULT_CONFIG = Path("experiments") / "config.yaml"
 
@@ -337,13 +340,25 @@ class Config:
         return value
 
 
+def find_config(path: Path) -> Path:
+    """``path`` as given, or, a relative one that is not there, the checkout's file of that
+    name (so that `rate` finds experiments/config.yaml from any folder)."""
+    path = Path(path)
+    root = checkout_root()
+    if path.exists() or path.is_absolute() or root is None or not (root / path).is_file():
+        return path
+    log.info("%s is not in %s: using the checkout's, %s", path, Path.cwd(), root / path)
+    return root / path
+
+
 def _read_yaml(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
+        looked = f" (nor in the checkout, {checkout_root()})" if checkout_root() else ""
         raise ConfigError(
-            f"{path}: no such config file; the defaults are experiments/config.yaml and "
-            "experiments/smoke.yaml"
+            f"{path}: no such config file in {Path.cwd()}{looked}; the defaults are "
+            "experiments/config.yaml and experiments/smoke.yaml"
         ) from None
     except OSError as err:
         raise ConfigError(f"{path}: cannot read ({err.strerror})") from None
@@ -388,6 +403,7 @@ def load_config(path: Path, overrides: list[str] = (), stage: str | None = None)
     """Read, override and validate an experiment config; every error names the file and key.
     With ``stage``, the sections that stage reads must be there (:data:`STAGE_SECTIONS`); the
     others may be left out."""
+    path = find_config(path)
     data = _read_yaml(path)
     if data is None:
         data = {}

@@ -156,6 +156,12 @@ class EffectsConfig:
         help="keep only examples whose two rewrites passed create_dataset's checks (reached "
         "their target W, not empty, not a refusal, not unchanged); the output says how many",
     )
+    max_failed_rewrites: float = opt(
+        0.2,
+        help="warn, and note in the output, when more than this share of a pass's rewrites "
+        "failed their checks: RATE takes each rewrite for the same text with W flipped, so "
+        "failed ones shrink the estimate toward 0 by up to their share",
+    )
 
     def validate(self, where: str) -> None:
         for key in ("dataset_name", "concept", "score"):
@@ -171,6 +177,10 @@ class EffectsConfig:
             raise ConfigError(f"{where}: effects.n_bootstrap must be >= 0")
         if not 0 < self.level < 1:
             raise ConfigError(f"{where}: effects.level must be between 0 and 1, e.g. 0.95")
+        if not 0 <= self.max_failed_rewrites <= 1:
+            raise ConfigError(
+                f"{where}: effects.max_failed_rewrites must be a share between 0 and 1, e.g. 0.2"
+            )
         names = self.completion_keys()
         if len(set(names)) < 3:
             raise ConfigError(

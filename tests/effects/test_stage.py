@@ -220,3 +220,32 @@ def test_integer_indices_of_another_tool_are_read_as_the_same_index(tmp_path):
         match=r"1 of 40 examples lack a completion or its score under 'ArmoRM' \(examples 4\)",
     ):
         effects_for_rows(read_examples(path), ec(), path)
+
+
+@pytest.mark.parametrize("reader", ["rows", "columns"])
+def test_failed_rewrites_beyond_the_threshold_are_reported_and_noted(tmp_path, reader, caplog):
+    """Known answer: of 40 rows, 12 first-pass rewrites missed their target and 2 were empty
+    (35% > 20%), 3 second-pass rewrites were refusals (7.5%): one note, for the first pass,
+    and the success rates of both in the output."""
+    from rate.columns import score_columns
+    from rate.effects.stage import effects_for_columns
+
+    rows = reference_rows(40)
+    for i, row in enumerate(rows):
+        first = "missed_target" if i < 12 else "empty" if i < 14 else "ok"
+        row["checks"] = {"rewrite": first, "rewritten rewrite": "refusal" if i >= 37 else "ok"}
+    path = write(tmp_path, rows)
+    with caplog.at_level("WARNING"):
+        if reader == "rows":
+            result = effects_for_rows(read_examples(path), ec(), path)
+        else:
+            result = effects_for_columns(score_columns(path, "ArmoRM", None, True), ec(), path)
+    checks = result["rewrite_checks"]
+    assert checks["rewrite"] == {"checked": 40, "passed": 26, "success_rate": 0.65,
+                                 "failed": {"missed_target": 12, "empty": 2}}  # fmt: skip
+    assert checks["rewritten rewrite"]["success_rate"] == 0.925
+    notes = [n for n in result["notes"] if "failed their checks" in n]
+    assert len(notes) == 1 and notes[0].startswith("14 of 40 'rewrite' rewrites (35%)")
+    assert notes[0] in caplog.text
+    quiet = effects_for_rows(read_examples(path), ec(max_failed_rewrites=0.4), path)
+    assert not [n for n in quiet["notes"] if "failed their checks" in n]

@@ -209,11 +209,39 @@ def successful_rewrites(cols: ScoreColumns, source: Path) -> tuple[np.ndarray, d
     return np.array(kept, dtype=np.int64), dropped
 
 
+def rewrite_checks(cols: ScoreColumns, threshold: float) -> tuple[dict, list[str]]:
+    """Per pass of create_dataset (``rewrite``, ``rewritten rewrite``): how many rewrites were
+    checked, the share that passed, the failures by label; and a note for each pass whose
+    failed share exceeds ``threshold``. Empty for rows without checks."""
+    per_pass: dict[str, dict] = {}
+    for checks in cols.checks or []:
+        for name, label in (checks or {}).items():
+            entry = per_pass.setdefault(name, {"checked": 0, "passed": 0, "failed": {}})
+            entry["checked"] += 1
+            if label in PASSING:
+                entry["passed"] += 1
+            else:
+                entry["failed"][label] = entry["failed"].get(label, 0) + 1
+    notes = []
+    for name, entry in per_pass.items():
+        entry["success_rate"] = entry["passed"] / entry["checked"]
+        failed = entry["checked"] - entry["passed"]
+        if failed / entry["checked"] > threshold:
+            labels = ", ".join(f"{k} {v}" for k, v in sorted(entry["failed"].items()))
+            notes.append(
+                f"{failed} of {entry['checked']} '{name}' rewrites ({failed / entry['checked']:.0%})"
+                f" failed their checks ({labels}), more than effects.max_failed_rewrites "
+                f"({threshold:.0%}): RATE takes each rewrite for the text with W flipped, so the "
+                "estimate may be shrunk toward 0; improve the rewrites or set "
+                "effects.only_successful_rewrites: true"
+            )
+    return per_pass, notes
+
+
 def effects_for_rows(rows: list[dict], ec: EffectsConfig, source: Path, workers: int = 2) -> dict:
-    """The effects of rows read by :func:`rate.records.read_examples`."""
-    cols = columns_from_rows(
-        rows, ec.reward_key, ec.group_by, ec.only_successful_rewrites, ec.completion_keys()
-    )
+    """The effects of rows read by :func:`rate.records.read_examples` (their rewrite checks
+    always: the output reports them)."""
+    cols = columns_from_rows(rows, ec.reward_key, ec.group_by, True, ec.completion_keys())
     return effects_for_columns(cols, ec, source, workers)
 
 
@@ -229,6 +257,7 @@ def effects_for_columns(
     names the groups the columns hold."""
     group_by = group_by or ec.group_by
     n_rows = len(cols)
+    by_pass, check_notes = rewrite_checks(cols, ec.max_failed_rewrites)
     checks = None
     if ec.only_successful_rewrites:
         passed, dropped = successful_rewrites(cols, source)
@@ -257,6 +286,9 @@ def effects_for_columns(
     }
     if checks is not None:
         result["input"]["only_successful_rewrites"] = checks
+    if by_pass:
+        result["rewrite_checks"] = by_pass
+        result["notes"] = check_notes + result["notes"]
     if group_by:
         result["input"]["groups_by"] = group_by
         result["groups"] = _per_group(cols.take(keep), ec, source, group_by)
@@ -287,9 +319,7 @@ def pooled_columns(sources: list[Path], ec: EffectsConfig) -> tuple[ScoreColumns
     as its group, unless effects.group_by names another field). -> (columns, group_by)"""
     parts = []
     for path in sources:
-        cols = score_columns(
-            path, ec.reward_key, ec.group_by, ec.only_successful_rewrites, ec.completion_keys()
-        )
+        cols = score_columns(path, ec.reward_key, ec.group_by, True, ec.completion_keys())
         if len(sources) > 1 and not cols.has_key:
             raise DataFileError(
                 f"{path}: no scores under reward_key {ec.reward_key!r} (a file of "

@@ -41,8 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_pipeline)
 
 
-def report_submission(submission, wait: bool, poll: float) -> int:
-    """Print the submitted jobs and their logs (and with ``wait`` follow them to the end)."""
+def _report(submission, wait: bool, poll: float) -> int:
     for job in submission.jobs:
         logs = job.log_files()
         if job.array is None:
@@ -72,12 +71,10 @@ def report_submission(submission, wait: bool, poll: float) -> int:
 def cmd_submit(args: argparse.Namespace) -> int:
     from rate.slurm.submit import submit_stage
 
-    return report_submission(
-        submit_stage(args.config, args.overrides, args.stage), args.wait, args.poll
-    )
+    return _report(submit_stage(args.config, args.overrides, args.stage), args.wait, args.poll)
 
 
 def cmd_pipeline(args: argparse.Namespace) -> int:
     from rate.slurm.submit import submit_pipeline
 
-    return report_submission(submit_pipeline(args.config, args.overrides), args.wait, args.poll)
+    return _report(submit_pipeline(args.config, args.overrides), args.wait, args.poll)

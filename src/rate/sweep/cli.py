@@ -95,11 +95,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _submit(state, args: argparse.Namespace) -> int:
-    from rate.slurm.cli import report_submission
+    from rate.slurm.jobs import wait_for
     from rate.sweep.submit import submit_sweep
 
-    sub = submit_sweep(state)
-    if sub is None:
+    submitted = submit_sweep(state)
+    if submitted is None:
         print(f"sweep {state.sweep.name}: every step is done; report: {state.report_dir}")
         return 0
-    return report_submission(sub, args.wait, args.poll)
+    sub, jobs = submitted
+    for step_id, job in jobs.items():
+        print(f"{step_id}: job {job.job_id}, log {job.log_files()[0]}")
+    print(f"scripts, grid and config: {sub.folder}")
+    if args.wait:
+        wait_for(sub.jobs, args.poll)
+        print(f"all jobs completed; report: {state.report_dir}")
+    else:
+        print(f"follow them with: squeue -j {','.join(j.job_id for j in sub.jobs)}")
+    return 0

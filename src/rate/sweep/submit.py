@@ -18,8 +18,9 @@ from rate.sweep.steps import STAGE_OF, State, pending
 log = logging.getLogger(__name__)
 
 
-def submit_sweep(state: State) -> Submission | None:
-    """Submit the steps still to be run; -> the submission, or None when every step is done."""
+def submit_sweep(state: State) -> tuple[Submission, dict[str, Submitted]] | None:
+    """Submit the steps still to be run; -> the submission and {step id: its job}, or None
+    when every step is done."""
     todo = pending(state)
     if not todo:
         return None
@@ -43,4 +44,4 @@ def submit_sweep(state: State) -> Submission | None:
             [("afterok", after)],
             script_name=step.id.replace(":", "__"),
         )
-    return sub
+    return sub, jobs

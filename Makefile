@@ -74,8 +74,8 @@ sweep: $(STAMP) ## a grid of dataset x scoring templates, then one report (GRID=
 smoke: $(STAMP) ## the four stages on experiments/smoke.yaml (small, seconds once the world exists)
 	$(MAKE) create_dataset score_dataset treatment_effects plots CONFIG=experiments/smoke.yaml
 
-validate: $(STAMP) ## check every template and the config
-	$(VENV)/bin/rate validate --config $(CONFIG)
+validate: $(STAMP) ## check every template, the config and the sweep grids
+	$(VENV)/bin/rate validate --config $(CONFIG) $(foreach g,$(wildcard experiments/sweeps/*.yaml),--sweep $(g))
 
 synthetic: $(STAMP) ## the paper's two semi-synthetic experiments on the tiny world
 	$(VENV)/bin/rate study synthetic

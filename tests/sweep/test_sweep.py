@@ -68,6 +68,16 @@ def test_shipped_grids_validate_offline(name):
         assert sweep.config(sweep.cells[0]).effects.group_by is None
 
 
+def test_rate_validate_checks_the_shipped_grids(tmp_path):
+    grids = [str(SWEEPS / f"{n}.yaml") for n in ("offline", "tinyworld", "paper")]
+    out = run_rate(["validate", *(a for g in grids for a in ("--sweep", g))], tmp_path / "p")
+    assert f"ok   sweep    {grids[2]} (27 cells)" in out.stdout
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: b\ndatasets: {imdb_length: {concept: length}}\nscorers: [armorn]\n")
+    out = run_rate(["validate", "--sweep", str(bad)], tmp_path / "p", check=False)
+    assert out.returncode == 2 and "did you mean 'armorm'?" in out.stderr
+
+
 GOOD = {
     "name": "g",
     "datasets": {"drugreview_length": {"concept": "length"}},

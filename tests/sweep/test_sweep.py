@@ -242,6 +242,30 @@ def test_offline_grid_killed_midway_and_rerun_redoes_nothing_finished(tmp_path):
     assert "--step report" in r_text and f"afterok:{effects_id} " in r_opts + " "
 
 
+def test_a_failed_step_blocks_only_what_reads_it(tmp_path):
+    # The tiny world's reward model needs a world that is not there; VADER needs nothing.
+    grid = {**GOOD, "scorers": ["vader", "tinyrlhf_rm"], "smoke": True}
+    grid["set"] = {"world": str(tmp_path / "no_world"), "effects.n_bootstrap": 0}
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump(grid))
+    out = run_rate(["sweep", str(path)], tmp_path / "p", check=False, PARTITION="")
+    assert out.returncode == 2
+    assert _status(out.stdout) == {
+        "rewrite:drugreview_length": "ran",
+        "score:drugreview_length:vader": "ran",
+        "effects:drugreview_length:vader": "ran",
+        "score:drugreview_length:tinyrlhf_rm": "failed",
+        "effects:drugreview_length:tinyrlhf_rm": "blocked",
+        "report": "ran",
+    }
+    assert (
+        "1 step(s) failed" in out.stderr and "score:drugreview_length:tinyrlhf_rm: " in out.stderr
+    )
+    report = read_json(tmp_path / "p" / "sweeps" / "g_smoke_test" / "report" / "ranked.json")
+    assert [c["scorer"] for c in report["cells"]] == ["vader"]
+    assert report["missing"] == ["drugreview_length x tinyrlhf_rm"]
+
+
 # --- SLURM ----------------------------------------------------------------------------------
 
 

@@ -24,7 +24,7 @@ from statistics import NormalDist
 from rate.effects.estimators import estimator
 from rate.io import atomic_directory, read_json
 from rate.plots.figures import DPI, effects_figure
-from rate.plots.values import interval, num, rate_key, value
+from rate.plots.values import interval, num, rate_key, truth, value
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +41,7 @@ COLUMNS = (
     "rate_se",
     "low",
     "high",
+    "truth",
     "rate_raw",
     "rate_se_raw",
     "p",
@@ -103,6 +104,7 @@ def cell_row(cell, effects: dict, path: Path) -> dict:
         "rate_se": value(effects, f"{key}_stderr", True),
         "low": normal[0] if normal else None,
         "high": normal[1] if normal else None,
+        "truth": truth(effects, estimand, True),  # known in the tiny world only
         "rate_raw": est,
         "rate_se_raw": se,
         "p": p_value(est, se),
@@ -143,6 +145,7 @@ def _p(x) -> str:
 
 
 def markdown(name: str, rows: list[dict], missing: list[str], level: float) -> str:
+    known = any(r["truth"] is not None for r in rows)
     lines = [
         f"# Sweep {name}: RATE effects, ranked",
         "",
@@ -150,9 +153,10 @@ def markdown(name: str, rows: list[dict], missing: list[str], level: float) -> s
         "against 0, two-sided; Holm (family-wise) and Benjamini-Hochberg (false discovery "
         f"rate) adjust over the {sum(r['p'] is not None for r in rows)} cells tested.",
         "",
-        "| rank | dataset | concept | scorer | n W=1/W=0 | naive | RATE (SE) | interval | p | "
-        "p Holm | p BH |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| rank | dataset | concept | scorer | n W=1/W=0 | naive | RATE (SE) | interval | "
+        + ("true effect | " if known else "")
+        + "p | p Holm | p BH |",
+        "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if known else ""),
     ]
     for r in rows:
         estimand = "" if r["estimand"] == "ATE" else f" {r['estimand']}"
@@ -160,7 +164,9 @@ def markdown(name: str, rows: list[dict], missing: list[str], level: float) -> s
             f"| {r['rank'] or '-'} | {r['dataset']} | {r['concept']} | {r['scorer']} | "
             f"{r['n_w1']}/{r['n_w0']} | {_f(r['naive'])} | {_f(r['rate'])}{estimand} "
             f"({_se(r['rate_se'])}) | "
-            f"[{_f(r['low'])}, {_f(r['high'])}] | {_p(r['p'])} | {_p(r['p_holm'])} | "
+            f"[{_f(r['low'])}, {_f(r['high'])}] | "
+            + (f"{_f(r['truth'])} | " if known else "")
+            + f"{_p(r['p'])} | {_p(r['p_holm'])} | "
             f"{_p(r['p_bh'])} |"
         )
     if missing:

@@ -110,15 +110,19 @@ class State:
 
     def inputs(self, step: Step) -> list[str] | None:
         """What ``step`` reads: its upstream steps' outputs (None while one has no marker)."""
+        if step.kind == "report":  # the report is of the cells that are done
+            return [p for up in self.done_cells(step) for p in self.outputs(up) or []]
         found: list[str] = []
         for up in step.after:
             outs = self.outputs(up)
             if outs is None:
-                if step.kind == "report":
-                    continue  # the report is of the cells that finished
                 return None
             found += outs
         return found
+
+    def done_cells(self, report: Step) -> list[str]:
+        """The effects steps (of ``report.after``) that are done."""
+        return [u for u in report.after if self.why_not_done(self.steps[u]) is None]
 
     def config_for(self, step: Step):
         """The cell config of a cell step, its input files pinned."""
@@ -169,9 +173,10 @@ class State:
         elif step.kind == "effects":
             outputs = [treatment_effects(self.config_for(step), self.layout)]
         else:
-            cells = [self.steps[u].cell for u in step.after if self.outputs(u) is not None]
-            missing = [self.steps[u].cell.label for u in step.after if self.outputs(u) is None]
-            effect_files = [Path(self.outputs(f"effects:{c.dataset}:{c.scorer}")[0]) for c in cells]
+            done = self.done_cells(step)
+            cells = [self.steps[u].cell for u in done]
+            missing = [self.steps[u].cell.label for u in step.after if u not in done]
+            effect_files = [Path(self.outputs(u)[0]) for u in done]
             formats = self.sweep.config(self.sweep.cells[0]).plots.formats
             outputs = write_report(
                 self.sweep, list(zip(cells, effect_files, strict=True)), missing,

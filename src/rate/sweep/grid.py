@@ -115,7 +115,12 @@ class Grid:
         twice = sorted({s for s in self.scorers if self.scorers.count(s) > 1})
         if twice:
             raise ConfigError(f"{where}: key 'scorers' names {', '.join(twice)} twice")
-        for key in self.set:
+        for key, value in self.set.items():
+            if "." not in key and isinstance(value, dict):
+                raise ConfigError(
+                    f"{where}: key 'set.{key}' is a whole section; set its keys one by one, "
+                    f"e.g. set: {{{key}.<key>: value}}, so the base config's other keys stay"
+                )
             if key in CELL_KEYS:
                 raise ConfigError(
                     f"{where}: key 'set.{key}' is set by the sweep for each cell; name the "

@@ -83,7 +83,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     outcome = run_sweep(state)
     for step_id, status in outcome.status.items():
         print(f"{status:8s} {step_id}")
-    if state.report_dir.is_dir():
+    table = state.report_dir / "ranked.md"
+    if table.is_file():
+        print("\n" + table.read_text(encoding="utf-8"))
         print(f"report: {state.report_dir}")
     if outcome.errors:
         lines = [f"  {k}: {v}" for k, v in outcome.errors.items()]

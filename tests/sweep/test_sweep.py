@@ -236,6 +236,10 @@ def test_offline_grid_killed_midway_and_rerun_redoes_nothing_finished(tmp_path):
     out = run_rate(["sweep", str(OFFLINE), "--smoke"], project, **fake)
     assert "every step is done" in out.stdout and not (Path(fake["FAKE_SLURM"]) / "calls").exists()
     Path(read_json(first_cell)["outputs"][0]).unlink()
+    plan = run_rate(["sweep", str(OFFLINE), "--smoke", "--plan"], project).stdout
+    assert "to run  effects:drugreview_sentiment:minilm_sentiment  (its output" in plan
+    assert "to run  report  (its inputs changed)" in plan
+    assert "2 of 11 step(s) to run" in plan
     run_rate(["sweep", str(OFFLINE), "--smoke"], project, **fake)
     (effects_id, e_opts, e_text), (_, r_opts, r_text) = _calls(fake)
     assert "--step effects:drugreview_sentiment:minilm_sentiment" in e_text

@@ -21,7 +21,7 @@ STAGE = $(if $(PARTITION),$(VENV)/bin/rate submit $(1) $(WAIT_FLAG),$(VENV)/bin/
 
 .DEFAULT_GOAL := help
 .PHONY: help setup demo demo-text test test-fast fixture bench lint format clean \
-	create_dataset score_dataset treatment_effects plots pipeline smoke synthetic semisynthetic-text coverage validate \
+	create_dataset score_dataset treatment_effects plots pipeline sweep smoke synthetic semisynthetic-text coverage validate \
 	faults matrix
 
 help: ## list the targets and the variables they take
@@ -75,11 +75,15 @@ else
 	$(MAKE) create_dataset score_dataset treatment_effects
 endif
 
+GRID ?= experiments/sweeps/offline.yaml
+sweep: $(STAMP) ## a grid of dataset x scoring templates, then one report (GRID=experiments/sweeps/offline.yaml; SLURM jobs with PARTITION set)
+	$(VENV)/bin/rate sweep $(GRID) $(if $(SMOKE),--smoke) $(if $(WAIT),--wait)
+
 smoke: $(STAMP) ## the four stages on experiments/smoke.yaml (small, seconds once the world exists)
 	$(MAKE) create_dataset score_dataset treatment_effects plots CONFIG=experiments/smoke.yaml
 
-validate: $(STAMP) ## check every template and the config
-	$(VENV)/bin/rate validate --config $(CONFIG)
+validate: $(STAMP) ## check every template, the config and the sweep grids
+	$(VENV)/bin/rate validate --config $(CONFIG) $(foreach g,$(wildcard experiments/sweeps/*.yaml),--sweep $(g))
 
 synthetic: $(STAMP) ## the paper's two semi-synthetic experiments on the tiny world
 	$(VENV)/bin/rate study synthetic

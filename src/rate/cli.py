@@ -18,6 +18,7 @@ from rate.io import write_error
 from rate.settings import load_settings, log_to_files, redact, setup_logging
 from rate.slurm import cli as slurm_cli
 from rate.studies import cli as study_cli
+from rate.sweep import cli as sweep_cli
 from rate.tinyrlhf import cli as tiny_cli
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo_cli.register(sub)
     slurm_cli.register(sub)
     study_cli.register(sub)
+    sweep_cli.register(sub)
     tiny_cli.register(sub)
     return parser
 

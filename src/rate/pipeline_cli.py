@@ -52,6 +52,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="check every template (and a config, if given)")
     p.add_argument("--config", type=Path, help="also validate this experiment config")
     p.add_argument("--set", dest="overrides", action="append", default=[])
+    p.add_argument(
+        "--sweep",
+        type=Path,
+        action="append",
+        default=[],
+        help="also validate this sweep grid and every cell's config (repeatable)",
+    )
     p.set_defaults(func=cmd_validate)
     # Sharded scoring: `score_dataset --shard I/N` per shard (one GPU each; `rate submit` runs
     # them as a SLURM job array), then merge_scores writes the one scored file.
@@ -126,6 +133,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from rate.catalog import validate_all
+    from rate.sweep.grid import Sweep
 
     failures = 0
     for kind, name, error in validate_all():
@@ -136,6 +144,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.config:
         load_config(args.config, args.overrides)
         print(f"ok   config   {args.config}")
+    for path in args.sweep:
+        print(f"ok   sweep    {path} ({len(Sweep(path).cells)} cells)")
     if failures:
         print(f"{failures} template(s) failed")
         return 1

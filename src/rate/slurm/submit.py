@@ -68,8 +68,10 @@ class Submission:
         after: list[tuple[str, list[Submitted]]] = (),
         array: list[int] | None = None,
         raw_tail: str = "",
+        script_name: str | None = None,
     ) -> Submitted:
-        """Write ``stage``'s script and sbatch it after the jobs in ``after``."""
+        """Write ``stage``'s script (``<script_name or stage>.sbatch``) and sbatch it after the
+        jobs in ``after``."""
         job = JobScript(
             stage=stage,
             rate_args=[*rate_args, "--config", str(self.config_file)],
@@ -83,7 +85,7 @@ class Submission:
             raw_tail=raw_tail,
             comments=[f"config: {self.source}"],
         )
-        script = self.folder / f"{stage}.sbatch"
+        script = self.folder / f"{script_name or stage}.sbatch"
         atomic_write_text(script, render(job))
         script.chmod(0o755)
         ensure_dir(self.layout.logs)  # sbatch does not create it

@@ -1,0 +1,277 @@
+"""A sweep's grid file: dataset templates x scoring templates, validated as every input is.
+
+::
+
+    name: offline                    # names PROJECT_DIR/sweeps/<name>/
+    base_config: ../config.yaml      # optional, relative to this file; default the checkout's
+                                     #   experiments/config.yaml (smoke.yaml when smoke: true)
+    smoke: true                      # smoke-size runs (smoke_test in every cell's config)
+    datasets:                        # dataset templates, each with the concept W it varies
+      drugreview_sentiment: {concept: sentiment}
+      drugreview_length: {concept: length, effects: {n_bootstrap: 200}}
+    scorers: [minilm_sentiment, vader]
+    set: {effects.n_bootstrap: 500}  # config keys for every cell, as --set takes them
+
+A cell is one dataset with one scorer. Its config is the base config with, in this order,
+``effects.group_by: null`` (the report reads no groups), ``smoke_test``, the ``set`` keys,
+the dataset's ``effects`` keys, and last the keys that say which cell it is (the templates,
+the names and the files each stage reads), which the grid may not set.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rate.config import Config, apply_override, check_templates
+from rate.errors import ConfigError, TemplateError
+from rate.schema import from_dict, opt, to_dict
+from rate.score.backends import load_scoring_template
+from rate.settings import checkout_root
+from rate.store import is_name_part
+from rate.suggest import unknown_name_message
+from rate.templates import dataset_template_names, scoring_template_names
+
+# The keys that say which cell a config is: the sweep sets them, a grid may not.
+CELL_KEYS = (
+    "rewrites.dataset_name",
+    "scoring.model",
+    "scoring.dataset_name",
+    "scoring.dataset_folder",
+    "scoring.dataset_filename",
+    "effects.dataset_name",
+    "effects.concept",
+    "effects.score",
+    "effects.reward_key",
+    "effects.dataset_filename",
+    "effects.dataset_folder",
+)
+
+
+@dataclass
+class DatasetEntry:
+    """One dataset template of the grid."""
+
+    concept: str = opt(help="the attribute W the template varies (names effect files and rows)")
+    effects: dict[str, Any] = opt(
+        help="effects keys for this dataset's cells, e.g. {pool_with: [...]}", factory=dict
+    )
+
+    def validate(self, where: str) -> None:
+        if not is_name_part(self.concept):
+            raise ConfigError(
+                f"{where}: concept {self.concept!r} names output files; use letters, digits "
+                "and '_', '.', '-'"
+            )
+
+
+@dataclass
+class Grid:
+    """A sweep: every dataset template with every scoring template."""
+
+    name: str = opt(help="the sweep's name: PROJECT_DIR/sweeps/<name>/")
+    datasets: dict[str, DatasetEntry] = opt(help="dataset templates, each with its concept")
+    scorers: list[str] = opt(help="scoring templates")
+    base_config: str | None = opt(
+        None,
+        help="the experiment config the cells start from (relative to the grid file); null: "
+        "experiments/config.yaml, or experiments/smoke.yaml when smoke is true",
+    )
+    set: dict[str, Any] = opt(
+        help="config keys for every cell, {section.key: value}, as --set takes them",
+        factory=dict,
+    )
+    smoke: bool = opt(False, help="smoke-size runs: smoke_test in every cell's config")
+    description: str = opt("", help="what the grid is for")
+
+    def validate(self, where: str) -> None:
+        if not is_name_part(self.name):
+            raise ConfigError(
+                f"{where}: key 'name' is {self.name!r}; it names a folder, so use letters, "
+                "digits and '_', '.', '-'"
+            )
+        if not self.datasets:
+            raise ConfigError(f"{where}: key 'datasets' is empty; name at least one template")
+        if not self.scorers:
+            raise ConfigError(f"{where}: key 'scorers' is empty; name at least one template")
+        known = dataset_template_names()
+        for name in self.datasets:
+            if name not in known:
+                raise ConfigError(
+                    unknown_name_message("dataset template", name, known, f"{where}: 'datasets'")
+                )
+        known = scoring_template_names()
+        for name in self.scorers:
+            if name not in known:
+                raise ConfigError(
+                    unknown_name_message("scoring template", name, known, f"{where}: 'scorers'")
+                )
+        twice = sorted({s for s in self.scorers if self.scorers.count(s) > 1})
+        if twice:
+            raise ConfigError(f"{where}: key 'scorers' names {', '.join(twice)} twice")
+        for key, value in self.set.items():
+            if "." not in key and isinstance(value, dict):
+                raise ConfigError(
+                    f"{where}: key 'set.{key}' is a whole section; set its keys one by one, "
+                    f"e.g. set: {{{key}.<key>: value}}, so the base config's other keys stay"
+                )
+            if key in CELL_KEYS:
+                raise ConfigError(
+                    f"{where}: key 'set.{key}' is set by the sweep for each cell; name the "
+                    "templates under datasets: and scorers: instead"
+                )
+        for name, entry in self.datasets.items():
+            for key in entry.effects:
+                if f"effects.{key}" in CELL_KEYS:
+                    raise ConfigError(
+                        f"{where}: key 'datasets.{name}.effects.{key}' is set by the sweep "
+                        "for each cell; remove it"
+                    )
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One dataset template with one scoring template."""
+
+    dataset: str
+    scorer: str
+    concept: str
+    reward_key: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.dataset} x {self.scorer}"
+
+
+def default_base(smoke: bool) -> Path:
+    """The checkout's experiments/config.yaml (smoke.yaml), else the current folder's."""
+    root = checkout_root() or Path.cwd()
+    return root / "experiments" / ("smoke.yaml" if smoke else "config.yaml")
+
+
+def _read_yaml(path: Path, what: str) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such {what}") from None
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read ({err.strerror})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err)
+        raise ConfigError(f"{path}{line}: not valid YAML ({problem}); fix the file") from None
+
+
+def _put(data: dict, key: str, value: Any, where: str) -> None:
+    """Set the dotted ``key`` of raw config data (as --set does)."""
+    apply_override(data, f"{key}={json.dumps(value)}", where)
+
+
+class Sweep:
+    """A loaded grid: its cells and the config of each, every one validated on load."""
+
+    def __init__(
+        self, path: Path, base_override: Path | None = None, smoke: bool | None = None
+    ) -> None:
+        self.path = path
+        raw = _read_yaml(path, "grid file (see experiments/sweeps/ for examples)")
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path}: expected a mapping (name:, datasets:, scorers:, ...)")
+        if smoke is not None:  # --smoke: the grid at smoke size
+            raw = {**raw, "smoke": smoke}
+        self.raw = raw
+        self.grid: Grid = from_dict(Grid, raw, str(path))
+        if base_override is not None:
+            self.base = base_override
+        elif self.grid.base_config:
+            self.base = (path.parent / self.grid.base_config).resolve()
+        else:
+            self.base = default_base(self.grid.smoke)
+        base = _read_yaml(self.base, f"base config (key 'base_config' of {path})")
+        if base is None:
+            base = {}
+        if not isinstance(base, dict):
+            raise ConfigError(f"{self.base}: expected a mapping of sections (rewrites:, ...)")
+        self.base_data = base
+        self.cells = [
+            Cell(ds, sc, entry.concept, self._reward_key(sc))
+            for ds, entry in self.grid.datasets.items()
+            for sc in self.grid.scorers
+        ]
+        for cell in self.cells:  # every cell's config is checked before any work
+            self.config(cell)
+
+    @property
+    def name(self) -> str:
+        return self.grid.name
+
+    def _reward_key(self, scorer: str) -> str:
+        try:
+            return load_scoring_template(scorer).reward_key
+        except TemplateError as err:
+            raise ConfigError(f"{self.path}: key 'scorers': {err}") from None
+
+    def set_overrides(self) -> list[str]:
+        """The grid's ``smoke`` and ``set`` keys as --set overrides (for SLURM resources)."""
+        keys = {"smoke_test": self.grid.smoke, **self.grid.set}
+        return [f"{k}={json.dumps(v)}" for k, v in keys.items()]
+
+    def config(
+        self, cell: Cell, dataset_file: Path | None = None, scored_file: Path | None = None
+    ) -> Config:
+        """The config of ``cell``; scoring reads ``dataset_file`` and the effects
+        ``scored_file`` (or 'latest' until they exist)."""
+        data = copy.deepcopy(self.base_data)
+        where = f"{self.path} (cell {cell.label}, base config {self.base})"
+        _put(data, "effects.group_by", None, where)
+        _put(data, "smoke_test", self.grid.smoke, where)
+        for key, value in self.grid.set.items():
+            _put(data, key, value, f"{self.path}: key 'set'")
+        for key, value in self.grid.datasets[cell.dataset].effects.items():
+            _put(data, f"effects.{key}", value, f"{self.path}: key 'datasets.{cell.dataset}'")
+        cell_keys = {
+            "rewrites.dataset_name": cell.dataset,
+            "scoring.model": cell.scorer,
+            "scoring.dataset_name": cell.dataset,
+            "scoring.dataset_folder": "rewrites",
+            "scoring.dataset_filename": str(dataset_file) if dataset_file else "latest",
+            "effects.dataset_name": cell.dataset,
+            "effects.concept": cell.concept,
+            "effects.score": cell.scorer,
+            "effects.reward_key": cell.reward_key,
+            "effects.dataset_filename": str(scored_file) if scored_file else "latest",
+            "effects.dataset_folder": None,
+        }
+        for key, value in cell_keys.items():
+            _put(data, key, value, where)
+        config = from_dict(Config, data, where)
+        check_templates(config, where)
+        return config
+
+    def grid_record(self) -> dict:
+        """The grid as written, for a copy that SLURM jobs read."""
+        return {k: v for k, v in self.raw.items() if k != "base_config"}
+
+
+# The parts of a config each kind of step reads: a change to them redoes the step.
+STEP_SECTIONS = {
+    "rewrite": ("rewrites", "smoke_test", "world"),
+    "score": ("scoring", "smoke_test", "world"),
+    "effects": ("effects", "smoke_test"),
+}
+
+
+def fingerprint(config: Config, kind: str) -> str:
+    """A hash of what a step of ``kind`` reads from its config."""
+    data = to_dict(config)
+    part = {key: data[key] for key in STEP_SECTIONS[kind]}
+    return hashlib.sha256(json.dumps(part, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from rate.config import DEFAULT_STAGE_RESOURCES, SlurmConfig
 from rate.errors import SlurmError
+from rate.slurm_options import DEFAULT_STAGE_RESOURCES, SlurmConfig
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,7 @@ class Resources:
     extra_args: tuple[str, ...] = ()
 
 
-# The defaults are the config's (rate.config.DEFAULT_STAGE_RESOURCES, with their reasons).
+# The defaults are the config's (rate.slurm_options.DEFAULT_STAGE_RESOURCES, with their reasons).
 STAGE_DEFAULTS: dict[str, Resources] = {
     stage: Resources(str(r.time), r.cpus, r.mem, r.gpus)
     for stage, r in DEFAULT_STAGE_RESOURCES.items()

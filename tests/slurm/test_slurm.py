@@ -552,7 +552,8 @@ def test_failed_shard_stops_the_merge_and_a_rerun_resubmits_only_it(
     project = tmp_path / "p"
     _copy_rewrites(local_project, project)
     config = write_config(tmp_path / "c.yaml", small_world, shards=2)
-    # A folder where shard 1's file goes makes that shard's job fail, and only that one.
+    # A folder where shard 1's file goes makes that shard's job fail, and only that one: with
+    # exit status 2, rate's for an error it explains (a write it cannot make, naming the file).
     blocker = _shard_folder(config, project, 2) / "shard_001_of_002.jsonl"
     blocker.mkdir(parents=True)
     out = make(["score_dataset"], project, CONFIG=str(config), PARTITION=partition, WAIT=1)
@@ -562,7 +563,7 @@ def test_failed_shard_stops_the_merge_and_a_rerun_resubmits_only_it(
     logs = project / "logs"
     err = out.stderr
     assert (
-        f"score_dataset: job {array}_1 FAILED (exit code 1); log: {logs}/score_dataset_{array}_1.out"
+        f"score_dataset: job {array}_1 FAILED (exit code 2); log: {logs}/score_dataset_{array}_1.out"
         in err
     )
     assert (

@@ -42,6 +42,7 @@ from rate.io import json_writer
 from rate.records import W
 from rate.rewrite.checks import PASSING
 from rate.schema import to_dict
+from rate.score.backends import templates_with_reward_key
 from rate.store import Layout, StemSet, effects_stem, publish, resolve_input, scored_stems
 from rate.templates import scoring_template_names
 
@@ -339,8 +340,6 @@ def effects_input_stems(ec: EffectsConfig) -> StemSet:
     model ``ec.score`` names, or a scoring template writing ``ec.reward_key``, among the models
     (the reference's names, the reward key being the model id), or ``<dataset>_scored`` (ours
     before); never another dataset's files."""
-    from rate.score.backends import templates_with_reward_key
-
     return scored_stems(
         ec.dataset_name,
         set(scoring_template_names()),

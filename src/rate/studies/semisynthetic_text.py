@@ -33,6 +33,7 @@ from rate.catalog import load_dataset_template
 from rate.effects.estimators import Scores, estimator
 from rate.effects.stage import compute_effects
 from rate.io import atomic_write_json, atomic_write_text
+from rate.packaged import DRUG_SPLITS, drug_reviews
 from rate.plots.stage import make_plots
 from rate.records import ORIGINAL, PROMPT, REWRITE, REWRITTEN, TEXTS, W
 from rate.rewrite.stage import build_dataset
@@ -115,8 +116,6 @@ def polar_reviews(pool_n: int | None, seed: int) -> tuple[list[dict], np.ndarray
     is positive; neutral reviews are dropped."""
     template = load_dataset_template(TEMPLATE)
     if pool_n is None:
-        from rate.packaged import DRUG_SPLITS, drug_reviews
-
         pool_n = sum(len(drug_reviews(s)) for s in DRUG_SPLITS)
     rows, summary = build_dataset(template, pool_n, seed, Path("."), batch_size=512)
     rows = [r for r in rows if r["metadata"]["rating"] in ("positive", "negative")]

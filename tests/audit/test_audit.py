@@ -286,3 +286,39 @@ def test_the_wrapper_removes_each_flagged_features_excess(tmp_path):
     ]
     out = transform(records, tokens, np.array([5.0, 5.0, 5.0]))
     assert out.tolist() == pytest.approx([5.0 - 3 * 1.2, 5.0 - 2 * 0.5, 5.0])
+
+
+def test_the_wrapper_of_the_analysts_ridge_scan(tmp_path):
+    """--method ridge: the wrapper removes the ridge bonus of each token the analyst's scan
+    flags (it has no pairs), the correction the analyst made."""
+    from rate.audit.wrapper import corrections
+
+    audit = {
+        "candidates": [],
+        "baselines": {"ridge": [
+            {"family": "dune", "feature": "pa", "kind": "token", "score": 1.1, "flagged": True},
+            {"family": "dune", "feature": "he", "kind": "token", "score": 0.1, "flagged": False},
+            {"family": "cobalt", "feature": "ka ra", "kind": "pair", "score": float("-inf"),
+             "flagged": False},
+        ]},
+    }  # fmt: skip
+    assert corrections(audit, "ridge") == {"dune": {"tokens": {"pa": 1.1}, "pairs": {}}}
+
+
+def test_method_ridge_from_the_command_line(small_world, tmp_path):
+    out = tmp_path / "a.json"
+    wrapper = tmp_path / "ridge.py"
+    args = ["--set", "n_token=4", "--set", "n_pair=1", "--set", "n_rate_token=2",
+            "--set", "n_rate_pair=1"]  # fmt: skip
+    res = run_rate(
+        ["audit", "--world", str(small_world), "--out", str(out), "--method", "ridge",
+         "--write-wrapper", str(wrapper), *args],
+        tmp_path,
+    )  # fmt: skip
+    record = json.loads(out.read_text())
+    ridge = [
+        f"{r['family']} `{r['feature']}`" for r in record["baselines"]["ridge"] if r["flagged"]
+    ]
+    printed = json.loads(res.stdout.strip().splitlines()[-1])
+    assert record["method"] == "ridge" and printed == {"method": "ridge", "flagged": ridge}
+    assert "(ridge)" in wrapper.read_text()

@@ -44,6 +44,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="also write a reward wrapper (.py) removing each flagged feature's excess, for "
         "rate tinyrlhf rl --set reward_wrapper=FILE",
     )
+    p.add_argument(
+        "--method",
+        choices=("ours", "ridge", "naive"),
+        default="ours",
+        help="whose flags the command prints and --write-wrapper corrects: ours (default), the "
+        "analyst's ridge scan of the QA crowd labels, or the naive correlational scan; every "
+        "report shows all three side by side",
+    )
     p.add_argument("--settings", action="store_true", help="list the settings and stop")
     p.set_defaults(func=cmd_audit)
 
@@ -54,6 +62,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from rate.audit.scan import DIAGNOSTIC, AuditSettings
     from rate.audit.wrapper import write_wrapper
     from rate.config_docs import reference_text
+    from rate.errors import ConfigError
     from rate.schema import flat_assignments, from_dict
 
     if args.settings:
@@ -68,14 +77,21 @@ def cmd_audit(args: argparse.Namespace) -> int:
         use_gold=not args.no_gold,
     )  # fmt: skip
     audit = run_audit(inputs, settings)
+    if args.method != "ours" and args.method not in audit["baselines"]:
+        raise ConfigError(
+            f"--method {args.method}: the {args.method} scan needs the QA crowd labels "
+            "(WORLD/reward_model/train.jsonl, or --qa FILE)"
+        )
+    audit["method"] = args.method
     out = args.out or Layout.from_env().root / "audit" / f"audit_{timestamp()}.json"
     for path in write_reports(audit, out):
         print(path)
     if args.write_wrapper:
-        table = write_wrapper(audit, args.write_wrapper, str(out))
+        table = write_wrapper(audit, args.write_wrapper, str(out), args.method)
         n = sum(len(f["tokens"]) + len(f["pairs"]) for f in table.values())
         print(f"{args.write_wrapper}: a reward wrapper removing {n} flagged features' excess")
     print(markdown(audit, top=10))
-    flagged = [f"{r['family']} `{r['feature']}`" for r in audit["candidates"] if r["flagged"]]
-    print(json.dumps({"flagged": flagged}))
+    rows = audit["candidates"] if args.method == "ours" else audit["baselines"][args.method]
+    flagged = [f"{r['family']} `{r['feature']}`" for r in rows if r["flagged"]]
+    print(json.dumps({"method": args.method, "flagged": flagged}))
     return 0

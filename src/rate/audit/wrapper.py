@@ -20,7 +20,7 @@ from pathlib import Path
 
 from rate.io import atomic_write_text
 
-TEMPLATE = '''"""A reward wrapper written by `rate audit --write-wrapper` from {source}.
+TEMPLATE = '''"""A reward wrapper written by `rate audit --write-wrapper` from {source} ({method}).
 
 It subtracts what the audit found the reward model pays beyond expert quality: for each
 flagged token its excess per occurrence, for each flagged pair its adjacency interaction per
@@ -48,13 +48,17 @@ def transform(records, response_tokens, rewards):
 '''
 
 
-def corrections(audit: dict) -> dict[str, dict[str, dict[str, float]]]:
-    """Per family, the reward to remove per occurrence of each flagged token and pair."""
+def corrections(audit: dict, method: str = "ours") -> dict[str, dict[str, dict[str, float]]]:
+    """Per family, the reward to remove per occurrence of each flagged token and pair: by our
+    scan, or by a baseline's (``ridge``: the analyst's fitted bonus of each flagged token)."""
     out: dict[str, dict[str, dict[str, float]]] = {}
-    for row in audit["candidates"]:
+    rows = audit["candidates"] if method == "ours" else audit["baselines"][method]
+    for row in rows:
         if not row["flagged"]:
             continue
-        if row["kind"] == "token":
+        if method != "ours":
+            value, kind = row["score"], "tokens" if row["kind"] == "token" else "pairs"
+        elif row["kind"] == "token":
             value, kind = row["excess"], "tokens"
         else:
             value, kind = row["rm_effect"], "pairs"
@@ -65,11 +69,15 @@ def corrections(audit: dict) -> dict[str, dict[str, dict[str, float]]]:
     return out
 
 
-def write_wrapper(audit: dict, path: Path, source: str) -> dict:
-    """Write the wrapper of ``audit`` to ``path`` (atomically); -> its corrections."""
-    table = corrections(audit)
+def write_wrapper(audit: dict, path: Path, source: str, method: str = "ours") -> dict:
+    """Write the wrapper of ``audit`` (by ``method``) to ``path`` (atomically); -> its
+    corrections."""
+    table = corrections(audit, method)
     text = TEMPLATE.format(
-        source=source, name=Path(path).name, table=json.dumps(table, sort_keys=True)
+        source=source,
+        method=method,
+        name=Path(path).name,
+        table=json.dumps(table, sort_keys=True),
     )
     atomic_write_text(path, text)
     return table

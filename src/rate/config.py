@@ -261,15 +261,13 @@ def find_config(path: Path) -> Path:
     return root / path
 
 
-def _read_yaml(path: Path) -> Any:
+def read_yaml(path: Path, missing: str) -> Any:
+    """A YAML file's data; every failure is one ConfigError naming the file (``missing``: what
+    to say, after the path, when it is not there)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        looked = f" (nor in the checkout, {checkout_root()})" if checkout_root() else ""
-        raise ConfigError(
-            f"{path}: no such config file in {Path.cwd()}{looked}; the defaults are "
-            "experiments/config.yaml and experiments/smoke.yaml"
-        ) from None
+        raise ConfigError(f"{path}: {missing}") from None
     except OSError as err:
         raise ConfigError(f"{path}: cannot read ({err.strerror})") from None
     try:
@@ -279,6 +277,15 @@ def _read_yaml(path: Path) -> Any:
         line = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(err, "problem", None) or str(err)
         raise ConfigError(f"{path}{line}: not valid YAML ({problem}); fix the file") from None
+
+
+def _read_config(path: Path) -> Any:
+    looked = f" (nor in the checkout, {checkout_root()})" if checkout_root() else ""
+    return read_yaml(
+        path,
+        f"no such config file in {Path.cwd()}{looked}; the defaults are "
+        "experiments/config.yaml and experiments/smoke.yaml",
+    )
 
 
 def apply_override(data: dict, text: str, where: str = "--set") -> None:
@@ -314,7 +321,7 @@ def load_config(path: Path, overrides: list[str] = (), stage: str | None = None)
     With ``stage``, the sections that stage reads must be there (:data:`STAGE_SECTIONS`); the
     others may be left out."""
     path = find_config(path)
-    data = _read_yaml(path)
+    data = _read_config(path)
     if data is None:
         data = {}
     if not isinstance(data, dict):

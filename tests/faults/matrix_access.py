@@ -11,7 +11,6 @@ import os
 import shutil
 import stat
 import tempfile
-import time
 from pathlib import Path
 
 from rate.errors import RateError
@@ -19,49 +18,11 @@ from rate.tinyrlhf.rl import load_rl_config, train_rl
 from tests.factories import english_template
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.faults.harness import (
-    FIXED_STAMP,
     STAGES,
     Project,
-    content,
 )
+from tests.faults.matrix_runs import CANARY
 from tests.faults.scenarios import passed, scenario
-
-SAME = {"RATE_TEST_FIXED_STAMP": FIXED_STAMP}
-CANARY = "canary-matrix-9c2f-credential"
-
-
-@functools.cache
-def reference() -> dict:
-    """Every stage once, without a fault: the project before each stage, each output, times."""
-    where = Path(tempfile.mkdtemp(prefix="rate-matrix-ref-"))
-    project = Project.make(where / "ref", n=120)
-    states, outputs, seconds = {}, {}, {}
-    for stage in STAGES:
-        states[stage] = where / f"before_{stage}"
-        shutil.copytree(project.root, states[stage], symlinks=True)
-        start = time.monotonic()
-        done = project.run(stage, **SAME)
-        seconds[stage] = time.monotonic() - start
-        assert done.returncode == 0, done.stderr
-        (out,) = project.outputs(stage)
-        outputs[stage] = content(out, project)
-    return {"project": project, "states": states, "outputs": outputs, "seconds": seconds}
-
-
-def copy_before(stage: str, tmp: Path) -> Project:
-    ref = reference()
-    shutil.copytree(ref["states"][stage], tmp / "project", symlinks=True)
-    return Project(tmp / "project", ref["project"].templates, ref["project"].n)
-
-
-def rerun_equals(project: Project, stage: str) -> tuple[bool, str]:
-    rerun = project.run(stage, **SAME)
-    if rerun.returncode:
-        return False, rerun.stderr.strip().splitlines()[-1]
-    outs = project.outputs(stage)
-    same = bool(outs) and all(content(o, project) == reference()["outputs"][stage] for o in outs)
-    return same, f"{len(outs)} output(s), equal to a clean run's: {same}"
-
 
 # -- secrets -------------------------------------------------------------------------------------
 

@@ -27,9 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from rate.config import Config, apply_override, check_templates
+from rate.config import Config, apply_override, check_templates, read_yaml
 from rate.errors import ConfigError, TemplateError
 from rate.schema import from_dict, opt, to_dict
 from rate.score.backends import load_scoring_template
@@ -155,22 +153,6 @@ def default_base(smoke: bool) -> Path:
     return root / "experiments" / ("smoke.yaml" if smoke else "config.yaml")
 
 
-def _read_yaml(path: Path, what: str) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such {what}") from None
-    except OSError as err:
-        raise ConfigError(f"{path}: cannot read ({err.strerror})") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(err, "problem", None) or str(err)
-        raise ConfigError(f"{path}{line}: not valid YAML ({problem}); fix the file") from None
-
-
 def _put(data: dict, key: str, value: Any, where: str) -> None:
     """Set the dotted ``key`` of raw config data (as --set does)."""
     apply_override(data, f"{key}={json.dumps(value)}", where)
@@ -183,7 +165,7 @@ class Sweep:
         self, path: Path, base_override: Path | None = None, smoke: bool | None = None
     ) -> None:
         self.path = path
-        raw = _read_yaml(path, "grid file (see experiments/sweeps/ for examples)")
+        raw = read_yaml(path, "no such grid file (see experiments/sweeps/ for examples)")
         if not isinstance(raw, dict):
             raise ConfigError(f"{path}: expected a mapping (name:, datasets:, scorers:, ...)")
         if smoke is not None:  # --smoke: the grid at smoke size
@@ -196,7 +178,7 @@ class Sweep:
             self.base = (path.parent / self.grid.base_config).resolve()
         else:
             self.base = default_base(self.grid.smoke)
-        base = _read_yaml(self.base, f"base config (key 'base_config' of {path})")
+        base = read_yaml(self.base, f"no such base config (key 'base_config' of {path})")
         if base is None:
             base = {}
         if not isinstance(base, dict):

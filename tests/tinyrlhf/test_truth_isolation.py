@@ -36,6 +36,8 @@ ALLOWED = {
     "rate.bench.world",  # times the truth evaluation
     "rate.score.tinyworld",  # the oracle scorer: true quality as a scoring template
     "rate.studies.audit",  # the audit's acceptance study: its flags against the planted truth
+    "rate.studies.release",  # the release study: RL runs judged by their true quality
+    "rate.studies.certify",  # certification coverage: intervals against the true quality
 }
 MUST_STAY_BLIND = [
     "rate.tinyrlhf.rl",
@@ -54,6 +56,8 @@ MUST_STAY_BLIND = [
     "rate.effects.bootstrap",
     # The audit is analysis: it sees what an analyst sees, never the planted shortcuts.
     *(f"rate.audit.{m.stem}" for m in (SRC / "audit").glob("*.py") if m.stem != "__init__"),
+    # Certification, assessment and the recipe sweep see the gold labels, never the truth.
+    *(f"rate.certify.{m.stem}" for m in (SRC / "certify").glob("*.py") if m.stem != "__init__"),
 ]
 
 

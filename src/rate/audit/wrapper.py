@@ -73,6 +73,15 @@ def write_wrapper(audit: dict, path: Path, source: str, method: str = "ours") ->
     """Write the wrapper of ``audit`` (by ``method``) to ``path`` (atomically); -> its
     corrections."""
     table = corrections(audit, method)
+    write_corrections(table, path, source, method)
+    return table
+
+
+def write_corrections(
+    table: dict[str, dict[str, dict[str, float]]], path: Path, source: str, method: str
+) -> None:
+    """Write a wrapper removing ``table``'s corrections (family -> tokens/pairs -> reward per
+    occurrence) to ``path``, atomically."""
     text = TEMPLATE.format(
         source=source,
         method=method,
@@ -80,4 +89,3 @@ def write_wrapper(audit: dict, path: Path, source: str, method: str = "ours") ->
         table=json.dumps(table, sort_keys=True),
     )
     atomic_write_text(path, text)
-    return table

@@ -48,6 +48,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     a.set_defaults(func=cmd_audit_study)
 
+    r = study.add_parser(
+        "release",
+        help="RL with no, the ridge, our and the oracle correction, at two recipes, checked "
+        "against the truth",
+    )
+    r.add_argument("--world", type=Path, required=True, help="a built world")
+    r.add_argument("--out", type=Path, required=True, help="folder of the runs (a rerun resumes)")
+    r.add_argument("--seeds", default="0,1,2", help="RL seeds, comma-separated")
+    r.add_argument("--recipes", default="R1,R2", help="R1 (kl 0.1, 800 steps), R2 (0.05, 1,200)")
+    r.add_argument("--corrections", default="none,ridge,ours,oracle")
+    r.add_argument("--steps", type=int, help="override every recipe's steps (CI-sized runs)")
+    r.add_argument("--per-family", type=int, default=500, help="evaluation prompts per family")
+    r.set_defaults(func=cmd_release_study)
+
     t = study.add_parser(
         "semisynthetic-text",
         help="the paper's semi-synthetic length experiment on real drug reviews (offline)",
@@ -133,6 +147,44 @@ def cmd_audit_study(args: argparse.Namespace) -> int:
     atomic_write_text(stem.with_suffix(".md"), table + "\n")
     print(table)
     print(f"\nwrote {stem}.json and .md")
+    return 0
+
+
+def cmd_release_study(args: argparse.Namespace) -> int:
+    from rate.errors import ConfigError
+    from rate.io import atomic_write_json, atomic_write_text
+    from rate.studies.release import CORRECTIONS, RECIPES, markdown, run_release_study
+
+    def names(value: str, known, what: str) -> list[str]:
+        chosen = [v.strip() for v in value.split(",") if v.strip()]
+        for v in chosen:
+            if v not in known:
+                raise ConfigError(f"--{what}: unknown {v!r}; choose from {', '.join(known)}")
+        return chosen
+
+    recipes = {n: dict(RECIPES[n]) for n in names(args.recipes, RECIPES, "recipes")}
+    if args.steps:
+        for recipe in recipes.values():
+            recipe["steps"] = args.steps
+    try:
+        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    except ValueError as err:
+        raise ConfigError(
+            f"--seeds: expected integers separated by commas, got {args.seeds!r}"
+        ) from err
+    study = run_release_study(
+        args.world,
+        args.out,
+        seeds,
+        recipes,
+        tuple(names(args.corrections, CORRECTIONS, "corrections")),
+        args.per_family,
+    )
+    atomic_write_json(args.out / "release_study.json", study)
+    table = markdown(study)
+    atomic_write_text(args.out / "release_study.md", table)
+    print(table, end="")
+    print(f"wrote {args.out}/release_study.json and .md")
     return 0
 
 

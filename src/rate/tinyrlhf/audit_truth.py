@@ -98,3 +98,15 @@ def check_audit(audit: dict, world: Path) -> dict:
         out["auc"][name] = auc([by_key.get(k) for k in key], positive)
     out["missed"] = sorted(set(out["planted"]) - set(out["flagged_planted"]))
     return out
+
+
+def oracle_corrections(config: WorldConfig) -> dict[str, dict[str, dict[str, float]]]:
+    """The oracle correction: per family, the planted bonus of every token and pair premium,
+    in the table format of :func:`rate.audit.wrapper.write_corrections`."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for fam, table in config.labels.token_bonus.items():
+        out.setdefault(fam, {"tokens": {}, "pairs": {}})["tokens"].update(table)
+    for fam, premiums in config.labels.pair_premium.items():
+        pairs = out.setdefault(fam, {"tokens": {}, "pairs": {}})["pairs"]
+        pairs.update({" ".join(p.pair): p.bonus for p in premiums})
+    return out

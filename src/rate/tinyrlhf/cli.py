@@ -7,6 +7,7 @@ import json
 import logging
 from pathlib import Path
 
+from rate.certify.cli import register as register_release
 from rate.errors import RateError
 from rate.io import atomic_write_json, write_jsonl
 
@@ -108,6 +109,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     st.add_argument("--per-family", type=int, default=500, help="evaluation prompts per family")
     st.add_argument("--out", type=Path, help="also write the full statistics as JSON here")
     st.set_defaults(func=cmd_stats)
+
+    register_release(tiny)
 
 
 def cmd_build(args: argparse.Namespace) -> int:

@@ -1,0 +1,195 @@
+"""`rate tinyrlhf assess`: for every run of a world (and any policy given), ship or not, with
+the issues found. Analysis code: it reads the runs, the audit's flags and the gold labels,
+never the world's truth.
+
+The decision is the certification's guardrails (:func:`rate.certify.certify.verdict`); the
+other findings say why a run failed them, or what to watch in one that passed:
+
+- a flagged shortcut feature (from the audit) whose use rose over the reference's;
+- a family whose KL to the reference is far above the run's dev KL (the dev pool's pilot mix
+  under-weights it, so the dev figures hide its drift);
+- a run trained on a prompt mix that under-weights some families (the pilot-mix trap).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import torch
+
+from rate.certify.certify import CertifySettings, certify_policy
+from rate.errors import RateError
+from rate.io import read_json
+from rate.tinyrlhf.data import pool_from_records
+from rate.tinyrlhf.models import load_policy
+from rate.tinyrlhf.prompts import balanced, make_prompts
+from rate.tinyrlhf.sampling import sample
+from rate.tinyrlhf.vocab import FAMILIES, SYLLABLE_ID
+
+log = logging.getLogger(__name__)
+
+# A flagged feature's use "rose" when a response holds this many more of it on average.
+USE_RISE = 0.25
+# A family's KL is "hidden" by the dev figures when it is this many times the dev KL (and large).
+KL_RATIO = 3.0
+KL_FLOOR = 2.0
+# A mix "under-weights" a family drawn less than half as often as under the uniform mix.
+UNDER_WEIGHT = 0.5
+
+
+def feature_use(policy, features: dict[str, list[str]], per_family: int, seed: int) -> dict:
+    """Mean occurrences per response of each feature (a token, or two adjacent syllables),
+    on fresh balanced samples of ``policy``; ``features``: family -> feature names."""
+    gen = torch.Generator().manual_seed(seed)
+    pool = pool_from_records(make_prompts(balanced(per_family), "assess", gen, shuffle=False))
+    responses = sample(policy, pool.tokens, 1.0, gen).responses
+    out: dict[str, dict[str, float]] = {}
+    for f, fam in enumerate(FAMILIES):
+        r = responses[pool.families == f]
+        for feature in features.get(fam, []):
+            parts = [SYLLABLE_ID[p] for p in feature.split(" ")]
+            if len(parts) == 1:
+                count = (r == parts[0]).sum(-1)
+            else:
+                count = ((r[:, :-1] == parts[0]) & (r[:, 1:] == parts[1])).sum(-1)
+            out.setdefault(fam, {})[feature] = round(float(count.double().mean()), 4)
+    return out
+
+
+def flagged_features(audit: dict) -> dict[str, list[str]]:
+    """Family -> the features the audit flagged (ours)."""
+    out: dict[str, list[str]] = {}
+    for row in audit["candidates"]:
+        if row["flagged"]:
+            out.setdefault(row["family"], []).append(row["feature"])
+    return out
+
+
+def _dev_kl(run: Path) -> float | None:
+    path = run / "dev_eval.json"
+    if not path.is_file():
+        return None
+    data = read_json(path)
+    value = data.get("kl_mean", data.get("kl"))
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def mix_findings(run: Path) -> list[str]:
+    """The pilot-mix trap: families the run's training mix under-weights."""
+    config_path = run / "run_config.json"
+    if not config_path.is_file():
+        return []
+    weights = read_json(config_path).get("family_weights")
+    if not weights:
+        return []
+    total = sum(weights.values())
+    light = [
+        f"{fam} ({weights.get(fam, 0) / total:.1%})"
+        for fam in FAMILIES
+        if weights.get(fam, 0) / total < UNDER_WEIGHT / len(FAMILIES)
+    ]
+    if not light:
+        return []
+    return [
+        f"trained on a prompt mix that under-weights {', '.join(light)}: their drift is barely "
+        "seen in training or on the dev pool"
+    ]
+
+
+def assess_policy(
+    world: Path,
+    name: str,
+    policy_dir: Path,
+    wrapper: Path | None,
+    features: dict[str, list[str]],
+    reference_use: dict,
+    settings: CertifySettings,
+) -> dict:
+    """One run's certification, findings and decision."""
+    report = certify_policy(world, policy_dir, wrapper, settings=settings)
+    findings: list[str] = []
+    use = feature_use(load_policy(policy_dir), features, settings.fresh_per_family, settings.seed)
+    for fam, row in use.items():
+        for feature, value in row.items():
+            before = reference_use[fam][feature]
+            if value - before >= USE_RISE:
+                findings.append(
+                    f"{fam}: flagged shortcut `{feature}` used {value:.2f} times per response "
+                    f"(reference {before:.2f})"
+                )
+    run = Path(policy_dir).parent
+    dev_kl = _dev_kl(run)
+    if dev_kl is not None:
+        for fam, row in report["per_family"].items():
+            if row["kl"] > max(KL_FLOOR, KL_RATIO * dev_kl):
+                findings.append(
+                    f"{fam}: KL {row['kl']:.2f} to the reference, against a dev KL of "
+                    f"{dev_kl:.2f}: the dev pool hides this family's drift"
+                )
+    findings += mix_findings(run)
+    verdict = report["verdict"]
+    findings += [f"certification: {r}" for r in verdict["reasons"]]
+    return {
+        "run": name,
+        "policy": str(policy_dir),
+        "ship": verdict["decision"] == "ship",
+        "decision": verdict["decision"],
+        "balanced_dr": report["balanced"]["dr"],
+        "balanced_gain": report["balanced"]["dr_gain"],
+        "min_ess": report["balanced"]["min_ess"],
+        "feature_use": use,
+        "findings": findings,
+        "certification": report,
+    }
+
+
+def runs_of(world: Path) -> dict[str, Path]:
+    """Every run's final checkpoint under ``world/runs``."""
+    return {
+        p.parent.name: p for p in sorted((Path(world) / "runs").glob("*/checkpoint")) if p.is_dir()
+    }
+
+
+def assess_world(
+    world: Path,
+    audit: dict,
+    wrapper: Path | None,
+    policies: dict[str, Path] | None = None,
+    settings: CertifySettings | None = None,
+) -> dict:
+    """Every run under ``world/runs`` plus ``policies`` (name -> directory)."""
+    settings = settings or CertifySettings()
+    chosen = {**runs_of(world), **(policies or {})}
+    if not chosen:
+        raise RateError(f"{world}/runs holds no run (no */checkpoint) and no --policy was given")
+    features = flagged_features(audit)
+    reference_use = feature_use(
+        load_policy(Path(world) / "policy"), features, settings.fresh_per_family, settings.seed
+    )
+    rows = []
+    for name, path in chosen.items():
+        log.info("assess: %s", name)
+        rows.append(assess_policy(world, name, path, wrapper, features, reference_use, settings))
+    return {
+        "world": str(world),
+        "flagged_features": features,
+        "reference_feature_use": reference_use,
+        "runs": rows,
+    }
+
+
+def markdown(assessment: dict) -> str:
+    lines = [
+        "| run | decision | balanced quality (DR) | gain [95% interval] | min ESS | findings |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in assessment["runs"]:
+        g, q = r["balanced_gain"], r["balanced_dr"]
+        findings = "<br>".join(r["findings"]) or "none"
+        lines.append(
+            f"| {r['run']} | **{'ship' if r['ship'] else r['decision']}** | {q['estimate']:.3f} | "
+            f"{g['estimate']:+.3f} [{g['low']:+.3f}, {g['high']:+.3f}] | {r['min_ess']:.1f} | "
+            f"{findings} |"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,280 @@
+"""`rate tinyrlhf certify`: a new policy's expert quality, per family and on the balanced mix,
+from the reference policy's gold labels alone (no new expert label of the new policy).
+
+The estimators are in :mod:`rate.certify.estimators`; this module gathers their inputs (exact
+sequence likelihood ratios, the corrected reward of every response, fresh samples of the new
+policy) and turns the intervals into the release guardrails' verdict.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from rate.certify.estimators import (
+    ESS_MIN,
+    LEVEL,
+    Interval,
+    abstains,
+    bootstrap_counts,
+    dr_replicates,
+    ess,
+    folds_of,
+    snips,
+    snips_replicates,
+)
+from rate.tinyrlhf.data import LabelledSet, PromptPool, load_labelled, pool_from_records
+from rate.tinyrlhf.models import Policy, RewardModel, load_policy, load_reward_model
+from rate.tinyrlhf.prompts import balanced, make_prompts
+from rate.tinyrlhf.rl import RewardTransform, apply_reward_wrapper, load_reward_wrapper
+from rate.tinyrlhf.sampling import response_logprobs, sample, score
+from rate.tinyrlhf.vocab import FAMILIES, decode_responses
+
+# Guardrails of a release: the balanced mix must gain at least this much over the reference,
+# and no family may lose more than this, both judged by the lower end of the 95% interval.
+MIN_BALANCED_GAIN = 0.03
+MAX_FAMILY_LOSS = 0.03
+
+
+@dataclass
+class CertifySettings:
+    """How the certification samples, resamples and abstains."""
+
+    fresh_per_family: int = 500  # fresh samples of the new policy per family (for DR and KL)
+    replicates: int = 2000
+    folds: int = 2
+    ess_min: float = ESS_MIN
+    seed: int = 0
+
+
+DEFAULTS = CertifySettings()
+
+
+@dataclass
+class FamilyInputs:
+    """One family's gold set (labels, log weights, corrected rewards) and fresh samples."""
+
+    y: np.ndarray
+    log_w: np.ndarray
+    s: np.ndarray
+    s_fresh: np.ndarray
+    log_w_fresh: np.ndarray  # log pi_new / pi_ref on the new policy's own samples: its KL
+
+
+@torch.inference_mode()
+def log_ratios(
+    policy: Policy, reference: Policy, prompts: torch.Tensor, responses: torch.Tensor
+) -> np.ndarray:
+    """Exact log pi_new(y|x) - log pi_ref(y|x) of whole responses (temperature 1), (B,)."""
+    out = []
+    for i in range(0, len(prompts), 4096):
+        p, r = prompts[i : i + 4096], responses[i : i + 4096]
+        out.append((response_logprobs(policy, p, r) - response_logprobs(reference, p, r)).sum(-1))
+    return torch.cat(out).double().numpy() if out else np.zeros(0)
+
+
+def corrected_reward(
+    rm: RewardModel,
+    transform: RewardTransform | None,
+    wrapper_name: str,
+    pool: PromptPool,
+    responses: torch.Tensor,
+) -> np.ndarray:
+    """The reward model's score, through the reward wrapper when one is given."""
+    raw = score(rm, pool.tokens, responses)
+    if transform is None:
+        return raw.double().numpy()
+    out = apply_reward_wrapper(
+        transform, wrapper_name, pool.records, decode_responses(responses), raw
+    )
+    return out.double().numpy()
+
+
+def gather(
+    policy: Policy,
+    reference: Policy,
+    rm: RewardModel,
+    gold: LabelledSet,
+    transform: RewardTransform | None = None,
+    wrapper_name: str = "",
+    settings: CertifySettings = DEFAULTS,
+) -> dict[str, FamilyInputs]:
+    """Per family present in ``gold``: the inputs of the estimators."""
+    gen = torch.Generator().manual_seed(settings.seed)
+    fresh = pool_from_records(
+        make_prompts(balanced(settings.fresh_per_family), "certify", gen, shuffle=False)
+    )
+    fresh_responses = sample(policy, fresh.tokens, 1.0, gen).responses
+    s_fresh = corrected_reward(rm, transform, wrapper_name, fresh, fresh_responses)
+    log_w_fresh = log_ratios(policy, reference, fresh.tokens, fresh_responses)
+    log_w = log_ratios(policy, reference, gold.tokens, gold.responses)
+    s = corrected_reward(rm, transform, wrapper_name, gold, gold.responses)
+    y = gold.labels.double().numpy()
+    out = {}
+    for f, fam in enumerate(FAMILIES):
+        m = (gold.families == f).numpy()
+        if not m.any():
+            continue
+        mf = (fresh.families == f).numpy()
+        out[fam] = FamilyInputs(y[m], log_w[m], s[m], s_fresh[mf], log_w_fresh[mf])
+    return out
+
+
+def certify_inputs(inputs: dict[str, FamilyInputs], settings: CertifySettings = DEFAULTS) -> dict:
+    """Per family and on the balanced mix: SNIPS and DR with intervals, the gain over the
+    reference (paired on the same gold set), ESS, KL, abstentions and the guardrail verdict."""
+    rng = np.random.default_rng([settings.seed, 0xCE27])
+    report: dict = {"per_family": {}, "settings": dataclasses.asdict(settings)}
+    reps: dict[str, dict[str, np.ndarray]] = {}
+    for fam, x in inputs.items():
+        n, m = len(x.y), len(x.s_fresh)
+        counts = bootstrap_counts(n, settings.replicates, rng)
+        fresh_counts = bootstrap_counts(m, settings.replicates, rng)
+        folds = folds_of(n, settings.folds, rng)
+        ones, fresh_ones = np.ones((1, n)), np.ones((1, m))
+        ref_reps = (counts @ x.y) / n
+        snips_reps = snips_replicates(x.y, x.log_w, counts)
+        dr_point = float(dr_replicates(x.y, x.log_w, x.s, x.s_fresh, folds, ones, fresh_ones)[0])
+        dr_reps = dr_replicates(x.y, x.log_w, x.s, x.s_fresh, folds, counts, fresh_counts)
+        ref_point, snips_point = float(x.y.mean()), snips(x.y, x.log_w)
+        kl = float(x.log_w_fresh.mean())
+        ess_value = ess(x.log_w)
+        reps[fam] = {"reference": ref_reps, "snips": snips_reps, "dr": dr_reps}
+        report["per_family"][fam] = {
+            "n_gold": n,
+            "ess": round(ess_value, 2),
+            "kl": round(kl, 4),
+            "abstain": abstains(ess_value, n, kl, settings.ess_min),
+            "reference": Interval.of(ref_point, ref_reps).as_dict(),
+            "snips": Interval.of(snips_point, snips_reps).as_dict(),
+            "dr": Interval.of(dr_point, dr_reps).as_dict(),
+            "dr_gain": Interval.of(dr_point - ref_point, dr_reps - ref_reps).as_dict(),
+            "snips_gain": Interval.of(snips_point - ref_point, snips_reps - ref_reps).as_dict(),
+        }
+    fams = list(inputs)
+    if fams:
+        rows = report["per_family"]
+
+        def mean_of(key: str) -> float:
+            return float(np.mean([rows[f][key]["estimate"] for f in fams]))
+
+        def mean_reps(key: str) -> np.ndarray:
+            return np.mean([reps[f][key] for f in fams], axis=0)
+
+        ref_b = mean_reps("reference")
+        report["balanced"] = {
+            "families": fams,
+            "min_ess": round(min(rows[f]["ess"] for f in fams), 2),
+            "abstain": [f"{f}: {rows[f]['abstain']}" for f in fams if rows[f]["abstain"]] or None,
+            "reference": Interval.of(mean_of("reference"), ref_b).as_dict(),
+            "snips": Interval.of(mean_of("snips"), mean_reps("snips")).as_dict(),
+            "dr": Interval.of(mean_of("dr"), mean_reps("dr")).as_dict(),
+            "dr_gain": Interval.of(
+                mean_of("dr") - mean_of("reference"), mean_reps("dr") - ref_b
+            ).as_dict(),
+            "snips_gain": Interval.of(
+                mean_of("snips") - mean_of("reference"), mean_reps("snips") - ref_b
+            ).as_dict(),
+        }
+        report["verdict"] = verdict(report)
+    return report
+
+
+def verdict(report: dict) -> dict:
+    """The guardrails, on the DR intervals' lower ends: ``ship`` when both hold, ``abstain``
+    when a family's weights cannot support an answer, else ``hold``, with the reasons."""
+    reasons = []
+    balanced_ = report["balanced"]
+    if balanced_["abstain"]:
+        return {"decision": "abstain", "reasons": balanced_["abstain"]}
+    low = balanced_["dr_gain"]["low"]
+    if not low >= MIN_BALANCED_GAIN:
+        reasons.append(
+            f"balanced gain's lower bound {low:+.3f} < {MIN_BALANCED_GAIN:+.2f} (estimate "
+            f"{balanced_['dr_gain']['estimate']:+.3f})"
+        )
+    for fam, row in report["per_family"].items():
+        if not row["dr_gain"]["low"] >= -MAX_FAMILY_LOSS:
+            reasons.append(
+                f"{fam}: gain's lower bound {row['dr_gain']['low']:+.3f} < {-MAX_FAMILY_LOSS:+.2f}"
+            )
+    return {"decision": "hold" if reasons else "ship", "reasons": reasons}
+
+
+def load_gold(world: Path, gold: Path | None = None) -> LabelledSet:
+    return load_labelled(Path(gold) if gold else Path(world) / "data" / "gold_calib.jsonl")
+
+
+def certify_policy(
+    world: Path,
+    policy_dir: Path,
+    wrapper: Path | None = None,
+    gold: Path | None = None,
+    settings: CertifySettings = DEFAULTS,
+    gold_rows: np.ndarray | None = None,
+) -> dict:
+    """Certify the policy at ``policy_dir`` against the world's reference from its gold set
+    (``gold_rows``: only those rows of it)."""
+    world = Path(world)
+    gold_set = load_gold(world, gold)
+    if gold_rows is not None:
+        gold_set = subset(gold_set, gold_rows)
+    transform = load_reward_wrapper(wrapper) if wrapper else None
+    inputs = gather(
+        load_policy(Path(policy_dir)),
+        load_policy(world / "policy"),
+        load_reward_model(world / "reward_model"),
+        gold_set,
+        transform,
+        str(wrapper or ""),
+        settings,
+    )
+    report = certify_inputs(inputs, settings)
+    report["policy"] = str(policy_dir)
+    report["wrapper"] = str(wrapper) if wrapper else None
+    report["level"] = LEVEL
+    return report
+
+
+def subset(gold: LabelledSet, rows: np.ndarray) -> LabelledSet:
+    idx = torch.as_tensor(np.asarray(rows), dtype=torch.long)
+    return LabelledSet(
+        [gold.records[i] for i in idx.tolist()],
+        gold.tokens[idx],
+        gold.families[idx],
+        responses=gold.responses[idx],
+        labels=gold.labels[idx],
+    )
+
+
+def markdown(report: dict) -> str:
+    """One table: per family and balanced, the DR and SNIPS estimates with intervals."""
+
+    def cell(iv: dict) -> str:
+        return f"{iv['estimate']:.3f} [{iv['low']:.3f}, {iv['high']:.3f}]"
+
+    lines = [
+        "| family | ESS | KL | reference | DR | DR gain | SNIPS | note |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for fam, r in report["per_family"].items():
+        lines.append(
+            f"| {fam} | {r['ess']:.1f} | {r['kl']:.2f} | {cell(r['reference'])} | "
+            f"{cell(r['dr'])} | {cell(r['dr_gain'])} | {cell(r['snips'])} | "
+            f"{'abstains: ' + r['abstain'] if r['abstain'] else ''} |"
+        )
+    b = report["balanced"]
+    lines.append(
+        f"| **balanced** | {b['min_ess']:.1f} (min) | | {cell(b['reference'])} | {cell(b['dr'])} | "
+        f"{cell(b['dr_gain'])} | {cell(b['snips'])} | |"
+    )
+    v = report["verdict"]
+    lines += [
+        "",
+        f"Verdict: **{v['decision']}**" + (f" ({'; '.join(v['reasons'])})" if v["reasons"] else ""),
+    ]
+    return "\n".join(lines) + "\n"

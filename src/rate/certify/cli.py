@@ -1,0 +1,139 @@
+"""`rate tinyrlhf certify | assess | sweep`: the release tools, registered under `rate tinyrlhf`.
+
+The commands import their modules when they run (torch takes seconds to import, which
+`rate --help` should not pay).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rate.errors import ConfigError
+
+
+def _settings_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--wrapper",
+        type=Path,
+        help="a reward wrapper (.py, e.g. from `rate audit --write-wrapper`): its corrected "
+        "reward is the doubly robust estimate's model; default: the RM's raw score",
+    )
+    p.add_argument("--fresh", type=int, default=500, help="fresh samples of a policy per family")
+    p.add_argument("--replicates", type=int, default=2000, help="bootstrap replicates")
+    p.add_argument("--seed", type=int, default=0)
+
+
+def _settings(args: argparse.Namespace):
+    from rate.certify.certify import CertifySettings
+
+    for name in ("fresh", "replicates"):
+        if getattr(args, name) < 2:
+            raise ConfigError(f"--{name} must be >= 2, got {getattr(args, name)}")
+    return CertifySettings(fresh_per_family=args.fresh, replicates=args.replicates, seed=args.seed)
+
+
+def register(tiny: argparse._SubParsersAction) -> None:
+    c = tiny.add_parser(
+        "certify",
+        help="a policy's expert quality from the reference's gold labels (SNIPS, doubly robust)",
+        description="Reads WORLD/policy (the reference), WORLD/reward_model, WORLD/data/"
+        "gold_calib.jsonl and --policy; writes OUT.json and OUT.md. Example: rate tinyrlhf "
+        "certify --world W --policy W/runs/default-s800/checkpoint --wrapper ours.py",
+    )
+    c.add_argument("--world", type=Path, required=True)
+    c.add_argument("--policy", type=Path, required=True, help="a policy or checkpoint directory")
+    c.add_argument("--gold", type=Path, help="gold labels (default: WORLD/data/gold_calib.jsonl)")
+    c.add_argument("--out", type=Path, help="write OUT.json and OUT.md (a path without suffix)")
+    _settings_arguments(c)
+    c.set_defaults(func=cmd_certify)
+
+    a = tiny.add_parser(
+        "assess",
+        help="every run of a world: ship or not, with the issues found",
+        description="Reads every WORLD/runs/*/checkpoint (and --policy NAME=DIR), the audit's "
+        "JSON and the gold labels; writes OUT/assessment.json and OUT/assessment.md. Example: "
+        "rate tinyrlhf assess --world W --audit audit.json --wrapper ours.py --out W/assessment",
+    )
+    a.add_argument("--world", type=Path, required=True)
+    a.add_argument("--audit", type=Path, required=True, help="a `rate audit` JSON (its flags)")
+    a.add_argument("--policy", action="append", default=[], metavar="NAME=DIR")
+    a.add_argument("--out", type=Path, required=True, help="output folder")
+    _settings_arguments(a)
+    a.set_defaults(func=cmd_assess)
+
+    s = tiny.add_parser(
+        "sweep",
+        help="RL over kl_coef x steps, every checkpoint certified, the winner chosen on held-out "
+        "gold",
+        description="Trains one run per --kl under OUT (reused when finished), certifies every "
+        "checkpoint on half the gold set, picks the best certified lower bound among those "
+        "passing the guardrails, reports it on the other half; writes OUT/sweep.json and .md. "
+        "Example: rate tinyrlhf sweep --world W --wrapper ours.py --kl 0.1,0.05 --steps 1200 "
+        "--save-every 400 --out W/sweep",
+    )
+    s.add_argument("--world", type=Path, required=True)
+    s.add_argument("--kl", default="0.1,0.05,0.03", help="kl_coef values, comma-separated")
+    s.add_argument("--steps", type=int, default=1200)
+    s.add_argument("--save-every", type=int, default=300)
+    s.add_argument("--out", type=Path, required=True)
+    _settings_arguments(s)
+    s.set_defaults(func=cmd_sweep)
+
+
+def cmd_certify(args: argparse.Namespace) -> int:
+    from rate.certify.certify import certify_policy, markdown
+    from rate.io import atomic_write_json, atomic_write_text
+
+    report = certify_policy(args.world, args.policy, args.wrapper, args.gold, _settings(args))
+    table = markdown(report)
+    if args.out:
+        atomic_write_json(args.out.with_suffix(".json"), report)
+        atomic_write_text(args.out.with_suffix(".md"), table)
+    print(table, end="")
+    print(json.dumps({"decision": report["verdict"]["decision"]}))
+    return 0
+
+
+def cmd_assess(args: argparse.Namespace) -> int:
+    from rate.certify.assess import assess_world, markdown
+    from rate.io import atomic_write_json, atomic_write_text, read_json
+
+    policies = {}
+    for item in args.policy:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise ConfigError(f"--policy {item!r}: expected NAME=DIR")
+        policies[name] = Path(path)
+    audit = read_json(args.audit)
+    if not isinstance(audit, dict) or "candidates" not in audit:
+        raise ConfigError(f"{args.audit}: not a `rate audit` JSON (no 'candidates')")
+    result = assess_world(args.world, audit, args.wrapper, policies, _settings(args))
+    table = markdown(result)
+    atomic_write_json(args.out / "assessment.json", result)
+    atomic_write_text(args.out / "assessment.md", table)
+    print(table, end="")
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from rate.certify.recipes import markdown, recipe_sweep
+    from rate.io import atomic_write_text
+
+    try:
+        kls = [float(v) for v in args.kl.split(",") if v.strip()]
+    except ValueError as err:
+        raise ConfigError(f"--kl: expected numbers separated by commas, got {args.kl!r}") from err
+    if not kls or any(k < 0 for k in kls):
+        raise ConfigError(f"--kl: give kl_coef values >= 0, got {args.kl!r}")
+    if args.steps < 1 or args.save_every < 0:
+        raise ConfigError("--steps must be >= 1 and --save-every >= 0")
+    result = recipe_sweep(
+        args.world, args.out, kls, args.steps, args.save_every, args.wrapper,
+        args.seed, _settings(args),
+    )  # fmt: skip
+    table = markdown(result)
+    atomic_write_text(args.out / "sweep.md", table)
+    print(table, end="")
+    return 0

@@ -1,0 +1,195 @@
+"""Certification coverage (an acceptance harness: it reads the truth; the certification never
+does): many fresh gold sets drawn from the oracle, each certified for every policy, against
+each policy's true quality.
+
+Per cell (a policy's family, or its balanced mix): how often our DR interval covers the truth
+where it does not abstain, how often it abstains where the true KL to the reference exceeds 5,
+and the analyst's plain SNIPS interval (never abstaining) beside it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from rate.certify.certify import CertifySettings, certify_inputs, gather
+from rate.io import atomic_write_json, read_json
+from rate.progress import progress
+from rate.tinyrlhf.data import LabelledSet, pool_from_records
+from rate.tinyrlhf.evaluate import evaluate_policy, load_oracle
+from rate.tinyrlhf.labels import expert_labels
+from rate.tinyrlhf.models import load_policy, load_reward_model
+from rate.tinyrlhf.prompts import balanced, make_prompts
+from rate.tinyrlhf.rl import load_reward_wrapper
+from rate.tinyrlhf.sampling import sample
+from rate.tinyrlhf.vocab import FAMILIES
+
+log = logging.getLogger(__name__)
+
+FAR_KL = 5.0  # cells this far from the reference must abstain
+COVERAGE_GOAL = (0.93, 0.97)
+ABSTAIN_GOAL = 0.95
+
+
+def true_values(world: Path, policy_dir: Path, per_family: int, cache: Path) -> dict:
+    """A policy's true quality and KL per family and balanced (cached)."""
+    if cache.is_file():
+        return read_json(cache)
+    oracle, _ = load_oracle(world)
+    report = evaluate_policy(
+        load_policy(policy_dir), oracle, None, load_policy(world / "policy"), per_family
+    )
+    out = {
+        "per_family": {
+            f: {"quality": r["true_quality"], "kl": r["kl"]}
+            for f, r in report["per_family"].items()
+        },
+        "balanced": {"quality": report["balanced"]["true_quality"]},
+    }
+    atomic_write_json(cache, out)
+    return out
+
+
+def fresh_gold(world: Path, per_family: int, seed: int) -> LabelledSet:
+    """A gold set as the world's own was made: reference samples labelled by experts."""
+    oracle, config = load_oracle(world)
+    reference = load_policy(world / "policy")
+    gen = torch.Generator().manual_seed(seed)
+    prompts = pool_from_records(make_prompts(balanced(per_family), "gold", gen))
+    responses = sample(reference, prompts.tokens, 1.0, gen).responses
+    labels = expert_labels(oracle, prompts.tokens, responses, config.labels.expert_noise, gen)
+    return LabelledSet(
+        prompts.records, prompts.tokens, prompts.families, responses=responses, labels=labels
+    )
+
+
+def coverage_study(
+    world: Path,
+    policies: dict[str, Path],
+    out: Path,
+    wrapper: Path | None,
+    sets: int = 200,
+    gold_per_family: int = 100,
+    truth_per_family: int = 4000,
+    settings: CertifySettings | None = None,
+) -> dict:
+    """Certify every policy on ``sets`` fresh gold sets; tally coverage and abstention."""
+    world, out = Path(world), Path(out)
+    settings = settings or CertifySettings(fresh_per_family=300, replicates=1000)
+    start = time.perf_counter()
+    truth = {
+        name: true_values(world, p, truth_per_family, out / "truth" / f"{name}.json")
+        for name, p in policies.items()
+    }
+    reference = load_policy(world / "policy")
+    rm = load_reward_model(world / "reward_model")
+    transform = load_reward_wrapper(wrapper) if wrapper else None
+    loaded = {name: load_policy(p) for name, p in policies.items()}
+    cells: dict[str, dict] = {}
+    for s in progress(range(sets), desc="gold sets", total=sets):
+        gold = fresh_gold(world, gold_per_family, 10_000 + s)
+        for name, policy in loaded.items():
+            run = CertifySettings(**{**vars(settings), "seed": s})
+            report = certify_inputs(
+                gather(policy, reference, rm, gold, transform, str(wrapper or ""), run), run
+            )
+            rows = {**report["per_family"], "balanced": report["balanced"]}
+            for cell, row in rows.items():
+                t = truth[name]["per_family" if cell != "balanced" else "balanced"]
+                true_q = t[cell]["quality"] if cell != "balanced" else t["quality"]
+                kl = (
+                    t[cell]["kl"]
+                    if cell != "balanced"
+                    else max(truth[name]["per_family"][f]["kl"] for f in FAMILIES)
+                )
+                c = cells.setdefault(
+                    f"{name}/{cell}",
+                    {"policy": name, "cell": cell, "true_quality": true_q, "true_kl": kl,
+                     "sets": 0, "abstained": 0, "dr_covered": 0, "snips_covered": 0,
+                     "dr_abs_error": []},
+                )  # fmt: skip
+                c["sets"] += 1
+                c["snips_covered"] += row["snips"]["low"] <= true_q <= row["snips"]["high"]
+                if row["abstain"]:
+                    c["abstained"] += 1
+                    continue
+                c["dr_covered"] += row["dr"]["low"] <= true_q <= row["dr"]["high"]
+                c["dr_abs_error"].append(abs(row["dr"]["estimate"] - true_q))
+    for c in cells.values():
+        errors = c.pop("dr_abs_error")
+        c["dr_mean_abs_error"] = round(float(np.mean(errors)), 4) if errors else None
+    return {
+        "world": str(world),
+        "wrapper": str(wrapper) if wrapper else None,
+        "sets": sets,
+        "gold_per_family": gold_per_family,
+        "settings": vars(settings),
+        "cells": list(cells.values()),
+        "summary": summarise(list(cells.values())),
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+
+
+def summarise(cells: list[dict]) -> dict:
+    """Coverage where it answers, abstention where the policy is far, SNIPS everywhere."""
+    answered = sum(c["sets"] - c["abstained"] for c in cells)
+    covered = sum(c["dr_covered"] for c in cells)
+    far = [c for c in cells if c["true_kl"] > FAR_KL]
+    far_sets = sum(c["sets"] for c in far)
+    far_abstained = sum(c["abstained"] for c in far)
+    total = sum(c["sets"] for c in cells)
+    near = [c for c in cells if c["true_kl"] <= FAR_KL]
+    out = {
+        "policies": len({c["policy"] for c in cells}),
+        "dr_coverage_where_answered": round(covered / answered, 4) if answered else None,
+        "answered_cells": answered,
+        "abstention_where_far": round(far_abstained / far_sets, 4) if far_sets else None,
+        "far_cells": far_sets,
+        "abstention_where_near": round(
+            sum(c["abstained"] for c in near) / max(1, sum(c["sets"] for c in near)), 4
+        ),
+        "snips_coverage_all": round(sum(c["snips_covered"] for c in cells) / total, 4),
+        "snips_coverage_near": round(
+            sum(c["snips_covered"] for c in near) / max(1, sum(c["sets"] for c in near)), 4
+        ),
+    }
+    cov = out["dr_coverage_where_answered"]
+    out["coverage_goal_met"] = cov is not None and COVERAGE_GOAL[0] <= cov <= COVERAGE_GOAL[1]
+    out["abstention_goal_met"] = (
+        out["abstention_where_far"] is None or out["abstention_where_far"] >= ABSTAIN_GOAL
+    )
+    return out
+
+
+def markdown(study: dict) -> str:
+    s = study["summary"]
+    lines = [
+        f"{study['sets']} fresh gold sets of {study['gold_per_family']} per family, "
+        f"{s['policies']} policies.",
+        "",
+        "| | value |",
+        "|---|---|",
+        f"| DR 95% coverage where it answers (goal 93-97%) | {s['dr_coverage_where_answered']} "
+        f"({s['answered_cells']} cells) |",
+        f"| abstention where the true KL > {FAR_KL:g} (goal >= 95%) | {s['abstention_where_far']} "
+        f"({s['far_cells']} cells) |",
+        f"| abstention where the true KL <= {FAR_KL:g} | {s['abstention_where_near']} |",
+        f"| the analyst's SNIPS coverage, all cells | {s['snips_coverage_all']} |",
+        f"| the analyst's SNIPS coverage, KL <= {FAR_KL:g} | {s['snips_coverage_near']} |",
+        "",
+        "| policy | cell | true quality | true KL | abstained | DR covered | SNIPS covered | "
+        "DR mean abs error |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for c in study["cells"]:
+        answered = c["sets"] - c["abstained"]
+        lines.append(
+            f"| {c['policy']} | {c['cell']} | {c['true_quality']:.3f} | {c['true_kl']:.2f} | "
+            f"{c['abstained']}/{c['sets']} | {c['dr_covered']}/{answered} | "
+            f"{c['snips_covered']}/{c['sets']} | {c['dr_mean_abs_error']} |"
+        )
+    return "\n".join(lines) + "\n"

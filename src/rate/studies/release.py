@@ -1,0 +1,209 @@
+"""The release study, side by side (an acceptance harness: it reads the truth).
+
+In one world, RL with the reward uncorrected, with the analyst's ridge correction, with ours
+(the wrapper `rate audit` writes) and with the oracle correction (the planted shortcut table),
+at two recipes and several seeds; every run is judged by its true quality on the balanced mix
+(500 prompts per family), beside the reference. Runs and their evaluations are kept under
+``out/``, so a rerun resumes where the last one stopped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from pathlib import Path
+
+from rate.audit.run import load_inputs, run_audit
+from rate.audit.scan import AuditSettings
+from rate.audit.wrapper import corrections, write_corrections
+from rate.io import atomic_write_json, read_json
+from rate.tinyrlhf.audit_truth import oracle_corrections
+from rate.tinyrlhf.evaluate import evaluate_policy, load_oracle
+from rate.tinyrlhf.models import load_policy, load_reward_model
+from rate.tinyrlhf.rl import load_rl_config, train_rl
+from rate.tinyrlhf.vocab import FAMILIES
+
+log = logging.getLogger(__name__)
+
+# The two recipes of the issue: the world's default, and the better one its analyst never tried.
+RECIPES: dict[str, dict[str, float | int]] = {
+    "R1": {"kl_coef": 0.1, "steps": 800},
+    "R2": {"kl_coef": 0.05, "steps": 1200},
+}
+CORRECTIONS = ("none", "ridge", "ours", "oracle")
+# Goals of the side-by-side acceptance.
+OURS_WITHIN_ORACLE = 0.02
+OURS_OVER_RIDGE = 0.03
+FAMILY_FLOOR = -0.03
+
+
+def write_wrappers(world: Path, out: Path) -> dict[str, Path | None]:
+    """The three reward wrappers of the study under ``out/wrappers/`` (reused when present):
+    ours and the analyst's ridge from one audit of the world, the oracle's from its truth."""
+    folder = out / "wrappers"
+    paths: dict[str, Path | None] = {"none": None}
+    paths.update({c: folder / f"{c}.py" for c in ("ridge", "ours", "oracle")})
+    if all(p.is_file() for p in paths.values() if p is not None):
+        return paths
+    folder.mkdir(parents=True, exist_ok=True)
+    audit = run_audit(load_inputs(world), AuditSettings())
+    atomic_write_json(folder / "audit.json", audit)
+    for method in ("ours", "ridge"):
+        write_corrections(corrections(audit, method), paths[method], "the study's audit", method)
+    _, config = load_oracle(world)
+    write_corrections(oracle_corrections(config), paths["oracle"], "the world's truth", "oracle")
+    return paths
+
+
+def run_cell(
+    world: Path,
+    run_dir: Path,
+    wrapper: Path | None,
+    recipe: dict,
+    seed: int,
+    per_family: int,
+) -> dict:
+    """Train one run (unless it is finished) and evaluate it against the truth (cached in
+    ``run_dir/truth_eval.json``)."""
+    cached = run_dir / "truth_eval.json"
+    if cached.is_file():
+        return read_json(cached)
+    config = load_rl_config(Path(world) / "configs" / "default.json")
+    config = dataclasses.replace(
+        config,
+        **recipe,
+        seed=seed,
+        reward_wrapper=str(wrapper.resolve()) if wrapper else None,
+    )
+    if not (run_dir / "checkpoint").is_dir():
+        train_rl(config, world, run_dir, overwrite=True)
+    oracle, world_config = load_oracle(world)
+    report = evaluate_policy(
+        load_policy(run_dir / "checkpoint"),
+        oracle,
+        load_reward_model(world / "reward_model"),
+        load_policy(world / "policy"),
+        per_family,
+    )
+    atomic_write_json(cached, report)
+    return report
+
+
+def run_release_study(
+    world: Path,
+    out: Path,
+    seeds: list[int],
+    recipes: dict[str, dict],
+    corrections_: tuple[str, ...] = CORRECTIONS,
+    per_family: int = 500,
+) -> dict:
+    """Every cell of the grid, its summary and the goals' verdicts."""
+    world, out = Path(world), Path(out)
+    wrappers = write_wrappers(world, out)
+    oracle, _ = load_oracle(world)
+    ref_path = out / "reference_eval.json"
+    if ref_path.is_file():
+        reference = read_json(ref_path)
+    else:
+        ref = load_policy(world / "policy")
+        reference = evaluate_policy(ref, oracle, None, None, per_family)
+        atomic_write_json(ref_path, reference)
+    cells = []
+    # Seed by seed, so that a study stopped early has every cell of its first seeds.
+    for seed in seeds:
+        for recipe_name, recipe in recipes.items():
+            for correction in corrections_:
+                run_dir = out / "runs" / f"{correction}-{recipe_name}-s{seed}"
+                log.info("release study: %s", run_dir.name)
+                report = run_cell(world, run_dir, wrappers[correction], recipe, seed, per_family)
+                cells.append(
+                    {
+                        "recipe": recipe_name,
+                        "correction": correction,
+                        "seed": seed,
+                        "run": str(run_dir.relative_to(out)),
+                        "balanced": report["balanced"]["true_quality"],
+                        "kl": report["balanced"].get("kl"),
+                        "per_family": {
+                            f: report["per_family"][f]["true_quality"] for f in FAMILIES
+                        },
+                    }
+                )
+    return {
+        "world": str(world),
+        "recipes": recipes,
+        "seeds": seeds,
+        "reference": {
+            "balanced": reference["balanced"]["true_quality"],
+            "per_family": {f: reference["per_family"][f]["true_quality"] for f in FAMILIES},
+        },
+        "cells": cells,
+        "summary": summarise(cells, reference, recipes, corrections_),
+    }
+
+
+def _mean_sd(values: list[float]) -> tuple[float, float]:
+    m = sum(values) / len(values)
+    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0
+    return round(m, 4), round(sd, 4)
+
+
+def summarise(cells: list[dict], reference: dict, recipes: dict, corrections_: tuple) -> dict:
+    """Per recipe and correction: the mean and SD over seeds of the balanced true quality, the
+    worst family gain over the reference, and the goals."""
+    ref = {f: reference["per_family"][f]["true_quality"] for f in FAMILIES}
+    out: dict = {}
+    for recipe in recipes:
+        rows = {}
+        for correction in corrections_:
+            mine = [c for c in cells if c["recipe"] == recipe and c["correction"] == correction]
+            if not mine:
+                continue
+            mean, sd = _mean_sd([c["balanced"] for c in mine])
+            worst = min(c["per_family"][f] - ref[f] for c in mine for f in FAMILIES)
+            rows[correction] = {
+                "balanced_mean": mean,
+                "balanced_sd": sd,
+                "worst_family_gain": round(worst, 4),
+                "n_seeds": len(mine),
+            }
+        goals = {}
+        if "ours" in rows and "oracle" in rows:
+            gap = rows["ours"]["balanced_mean"] - rows["oracle"]["balanced_mean"]
+            goals["ours_minus_oracle"] = round(gap, 4)
+            goals["ours_within_oracle"] = abs(gap) <= OURS_WITHIN_ORACLE
+        if "ours" in rows and "ridge" in rows:
+            gain = rows["ours"]["balanced_mean"] - rows["ridge"]["balanced_mean"]
+            goals["ours_minus_ridge"] = round(gain, 4)
+            goals["ours_over_ridge"] = gain >= OURS_OVER_RIDGE
+        if "ours" in rows:
+            goals["ours_no_family_below_reference"] = (
+                rows["ours"]["worst_family_gain"] >= FAMILY_FLOOR
+            )
+        out[recipe] = {"rows": rows, "goals": goals}
+    return out
+
+
+def markdown(study: dict) -> str:
+    """The side-by-side table of one world."""
+    lines = [
+        f"Reference: balanced true quality {study['reference']['balanced']:.3f}. "
+        f"Seeds {', '.join(map(str, study['seeds']))}.",
+        "",
+        "| recipe | correction | balanced true quality (mean ± SD) | worst family gain |",
+        "|---|---|---|---|",
+    ]
+    for recipe, block in study["summary"].items():
+        r = study["recipes"][recipe]
+        for correction, row in block["rows"].items():
+            lines.append(
+                f"| {recipe} (kl {r['kl_coef']}, {r['steps']} steps) | {correction} | "
+                f"{row['balanced_mean']:.3f} ± {row['balanced_sd']:.3f} | "
+                f"{row['worst_family_gain']:+.3f} |"
+            )
+    lines.append("")
+    for recipe, block in study["summary"].items():
+        goals = ", ".join(f"{k} {v}" for k, v in block["goals"].items())
+        lines.append(f"- {recipe}: {goals}")
+    return "\n".join(lines) + "\n"

@@ -26,6 +26,7 @@ from rate.certify.estimators import (
     folds_of,
     snips,
     snips_replicates,
+    welch_df,
 )
 from rate.tinyrlhf.data import LabelledSet, PromptPool, load_labelled, pool_from_records
 from rate.tinyrlhf.models import Policy, RewardModel, load_policy, load_reward_model
@@ -143,7 +144,12 @@ def certify_inputs(inputs: dict[str, FamilyInputs], settings: CertifySettings = 
         ref_point, snips_point = float(x.y.mean()), snips(x.y, x.log_w)
         kl = float(x.log_w_fresh.mean())
         ess_value = ess(x.log_w)
-        reps[fam] = {"reference": ref_reps, "snips": snips_reps, "dr": dr_reps}
+        reps[fam] = {
+            "reference": ref_reps,
+            "snips": snips_reps,
+            "dr": dr_reps,
+            "dr_gain": dr_reps - ref_reps,
+        }
         report["per_family"][fam] = {
             "n_gold": n,
             "ess": round(ess_value, 2),
@@ -151,8 +157,10 @@ def certify_inputs(inputs: dict[str, FamilyInputs], settings: CertifySettings = 
             "abstain": abstains(ess_value, n, kl, settings.ess_min),
             "reference": Interval.of(ref_point, ref_reps).as_dict(),
             "snips": Interval.of(snips_point, snips_reps).as_dict(),
-            "dr": Interval.of(dr_point, dr_reps).as_dict(),
-            "dr_gain": Interval.of(dr_point - ref_point, dr_reps - ref_reps).as_dict(),
+            "dr": Interval.t(dr_point, dr_reps, ess_value - 1).as_dict(),
+            "dr_gain": Interval.t(
+                dr_point - ref_point, dr_reps - ref_reps, ess_value - 1
+            ).as_dict(),
             "snips_gain": Interval.of(snips_point - ref_point, snips_reps - ref_reps).as_dict(),
         }
     fams = list(inputs)
@@ -165,6 +173,11 @@ def certify_inputs(inputs: dict[str, FamilyInputs], settings: CertifySettings = 
         def mean_reps(key: str) -> np.ndarray:
             return np.mean([reps[f][key] for f in fams], axis=0)
 
+        def df(key: str) -> float:
+            # Welch-Satterthwaite: the balanced mean's t has more freedom than any family's.
+            ses = [float(np.nanstd(reps[f][key], ddof=1)) for f in fams]
+            return welch_df(ses, [rows[f]["ess"] - 1 for f in fams])
+
         ref_b = mean_reps("reference")
         report["balanced"] = {
             "families": fams,
@@ -172,9 +185,9 @@ def certify_inputs(inputs: dict[str, FamilyInputs], settings: CertifySettings = 
             "abstain": [f"{f}: {rows[f]['abstain']}" for f in fams if rows[f]["abstain"]] or None,
             "reference": Interval.of(mean_of("reference"), ref_b).as_dict(),
             "snips": Interval.of(mean_of("snips"), mean_reps("snips")).as_dict(),
-            "dr": Interval.of(mean_of("dr"), mean_reps("dr")).as_dict(),
-            "dr_gain": Interval.of(
-                mean_of("dr") - mean_of("reference"), mean_reps("dr") - ref_b
+            "dr": Interval.t(mean_of("dr"), mean_reps("dr"), df("dr")).as_dict(),
+            "dr_gain": Interval.t(
+                mean_of("dr") - mean_of("reference"), mean_reps("dr") - ref_b, df("dr_gain")
             ).as_dict(),
             "snips_gain": Interval.of(
                 mean_of("snips") - mean_of("reference"), mean_reps("snips") - ref_b

@@ -20,9 +20,10 @@ import numpy as np
 # divergence that sets the weights' variance is at least the KL), so a policy that has moved far
 # has too few effective samples whatever the sample ESS shows: the heavy weights that would pull
 # the estimate are most likely absent from the sample, which makes the sample ESS look fine.
-# Below ESS_MIN effective samples per family the interval is not trusted (see RESULTS.md's
-# certification coverage, which measures it).
-ESS_MIN = 10.0
+# Below ESS_MIN effective samples per family the interval is not trusted: on 60 gold sets of
+# the default world's runs (seeds apart from the coverage study's), cells with an ESS of 10-15
+# covered the truth 77% of the time, those above 15 about 95% (RESULTS.md).
+ESS_MIN = 15.0
 LEVEL = 0.95
 
 
@@ -97,9 +98,73 @@ def dr_replicates(
     return total
 
 
+def t_quantile(level: float, df: float) -> float:
+    """The two-sided ``level`` quantile of Student's t with ``df`` degrees of freedom (the
+    Cornish-Fisher expansion around the normal; within 3e-3 for df >= 5, 1e-4 for df >= 14)."""
+    z = float(_normal_quantile((1 + level) / 2))
+    v = max(df, 1.0)
+    return (
+        z
+        + (z**3 + z) / (4 * v)
+        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * v**2)
+        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * v**3)
+    )
+
+
+def _normal_quantile(p: float) -> float:
+    """The standard normal quantile (Acklam's rational approximation, |error| < 1.2e-9)."""
+    a = (
+        -39.69683028665376,
+        220.9460984245205,
+        -275.9285104469687,
+        138.3577518672690,
+        -30.66479806614716,
+        2.506628274631000,
+    )
+    b = (
+        -54.47609879822406,
+        161.5858368580409,
+        -155.6989798598866,
+        66.80131188771972,
+        -13.28068155288572,
+    )
+    c = (
+        -0.007784894002430293,
+        -0.3223964580411365,
+        -2.400758277161838,
+        -2.549732539343734,
+        4.374664141464968,
+        2.938163982698783,
+    )
+    d = (0.007784695709041462, 0.3224671290700398, 2.445134137142996, 3.754408661907416)
+    if p < 0.02425:
+        q = np.sqrt(-2 * np.log(p))
+        num = ((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]
+        return num / ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1)
+    if p > 1 - 0.02425:
+        return -_normal_quantile(1 - p)
+    q = p - 0.5
+    r = q * q
+    num = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q
+    return num / (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1)  # fmt: skip
+
+
+def welch_df(ses: list[float], dfs: list[float]) -> float:
+    """Welch-Satterthwaite degrees of freedom of a mean of independent estimates."""
+    num = sum(se**2 for se in ses) ** 2
+    den = sum(se**4 / df for se, df in zip(ses, dfs, strict=True) if df > 0)
+    return num / den if den > 0 else float("inf")
+
+
 @dataclass
 class Interval:
-    """A point estimate with its bootstrap percentile interval."""
+    """A point estimate with its interval: a bootstrap percentile interval, or (``t``) the
+    point plus or minus Student's t quantile times the bootstrap SE.
+
+    The doubly robust estimate uses the second, with ESS - 1 degrees of freedom: a weighted
+    mean of a few dozen effective samples is spread wider than its bootstrap shows (its
+    studentised error had an SD of 1.15-1.2 in the calibration sets), and percentile intervals
+    covered the truth about 93% of the time against 94-95% for these."""
 
     estimate: float
     low: float
@@ -112,6 +177,14 @@ class Interval:
             return cls(point, float("nan"), float("nan"))
         lo, hi = np.quantile(r, [(1 - level) / 2, (1 + level) / 2])
         return cls(point, float(lo), float(hi))
+
+    @classmethod
+    def t(cls, point: float, replicates: np.ndarray, df: float, level: float = LEVEL) -> Interval:
+        r = replicates[np.isfinite(replicates)]
+        if len(r) < 2:
+            return cls(point, float("nan"), float("nan"))
+        half = t_quantile(level, df) * float(r.std(ddof=1))
+        return cls(point, point - half, point + half)
 
     def as_dict(self) -> dict:
         return {k: round(v, 6) for k, v in vars(self).items()}

@@ -1,0 +1,146 @@
+"""Certification, assessment, the recipe sweep and their harnesses, end to end on the small
+world (CI-sized: few steps, few replicates)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from rate.certify.certify import CertifySettings, certify_policy, load_gold
+from rate.certify.recipes import split_gold
+from rate.tinyrlhf.vocab import FAMILY_ID
+from tests.helpers import run_rate
+
+FAST = ["--fresh", "60", "--replicates", "200"]
+
+
+def test_the_reference_certifies_as_its_gold_mean(small_world):
+    # pi_new = pi_ref: every weight is 1, so SNIPS is the gold mean, ESS is n and KL is 0.
+    report = certify_policy(small_world, small_world / "policy", settings=CertifySettings(60, 200))
+    gold = load_gold(small_world)
+    for fam, row in report["per_family"].items():
+        labels = gold.labels[gold.families == FAMILY_ID[fam]].double().numpy()
+        assert row["snips"]["estimate"] == pytest.approx(labels.mean(), abs=1e-6)
+        assert row["ess"] == pytest.approx(len(labels), abs=0.01)
+        assert row["kl"] == pytest.approx(0.0, abs=1e-5)
+        assert row["snips_gain"]["estimate"] == pytest.approx(0.0, abs=1e-6)
+        assert row["abstain"] is None
+    # No gain is no release.
+    assert report["verdict"]["decision"] == "hold"
+
+
+def test_the_gold_split_halves_every_family():
+    families = np.repeat(np.arange(6), 11)
+    select, report = split_gold(families, 0)
+    assert not set(select) & set(report)
+    assert len(select) + len(report) == len(families)
+    assert all((families[select] == f).sum() == 5 for f in range(6))
+
+
+def test_certify_and_assess_commands(small_world, tmp_path):
+    run = small_world / "runs" / "kl002-s1500" / "checkpoint"
+    out = run_rate(
+        ["tinyrlhf", "certify", "--world", str(small_world), "--policy", str(run),
+         "--out", str(tmp_path / "cert"), *FAST],
+        tmp_path,
+    )  # fmt: skip
+    report = json.loads((tmp_path / "cert.json").read_text())
+    assert json.loads(out.stdout.splitlines()[-1])["decision"] == report["verdict"]["decision"]
+    assert set(report["per_family"]) and "balanced" in report
+    assert (tmp_path / "cert.md").read_text().startswith("| family | ESS")
+
+    audit = tmp_path / "audit.json"
+    run_rate(
+        ["audit", "--world", str(small_world), "--out", str(audit),
+         "--write-wrapper", str(tmp_path / "ours.py")],
+        tmp_path,
+    )  # fmt: skip
+    run_rate(
+        ["tinyrlhf", "assess", "--world", str(small_world), "--audit", str(audit),
+         "--wrapper", str(tmp_path / "ours.py"), "--out", str(tmp_path / "assess"), *FAST],
+        tmp_path,
+    )  # fmt: skip
+    result = json.loads((tmp_path / "assess" / "assessment.json").read_text())
+    names = {r["run"] for r in result["runs"]}
+    assert names == {p.name for p in (small_world / "runs").iterdir() if p.is_dir()}
+    for row in result["runs"]:
+        assert row["ship"] == (row["decision"] == "ship")
+        assert row["ship"] or row["findings"], row["run"]  # a run held back says why
+    pilot = next(r for r in result["runs"] if r["run"] == "pilotmix-s800")
+    assert any("under-weights" in f for f in pilot["findings"])
+
+    bad = run_rate(
+        ["tinyrlhf", "assess", "--world", str(small_world), "--audit", str(tmp_path / "cert.json"),
+         "--out", str(tmp_path / "x")],
+        tmp_path, check=False,
+    )  # fmt: skip
+    assert bad.returncode != 0 and "not a `rate audit` JSON" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+def test_the_sweep_certifies_every_checkpoint_and_reports_on_held_out_gold(small_world, tmp_path):
+    run_rate(
+        ["tinyrlhf", "sweep", "--world", str(small_world), "--kl", "0.1,0.05", "--steps", "12",
+         "--save-every", "6", "--out", str(tmp_path / "sweep"), *FAST],
+        tmp_path,
+    )  # fmt: skip
+    result = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
+    assert [(c["kl_coef"], c["step"]) for c in result["candidates"]] == [
+        (0.1, 6), (0.1, 12), (0.05, 6), (0.05, 12),
+    ]  # fmt: skip
+    passing = [c for c in result["candidates"] if c["decision"] == "ship"]
+    if passing:
+        assert result["chosen"] == max(passing, key=lambda c: c["dr"]["low"])
+        assert "held_out" in result
+    else:
+        assert result["chosen"] is None
+    total = result["gold_split"]["selection"] + result["gold_split"]["report"]
+    assert total == len(load_gold(small_world).labels)
+    # A rerun reuses the trained runs.
+    first = (tmp_path / "sweep" / "kl0.1-s12" / "checkpoint" / "policy.safetensors").stat()
+    run_rate(
+        ["tinyrlhf", "sweep", "--world", str(small_world), "--kl", "0.1", "--steps", "12",
+         "--save-every", "6", "--out", str(tmp_path / "sweep"), *FAST],
+        tmp_path,
+    )  # fmt: skip
+    again = (tmp_path / "sweep" / "kl0.1-s12" / "checkpoint" / "policy.safetensors").stat()
+    assert again.st_mtime_ns == first.st_mtime_ns
+
+
+def test_the_release_study_and_the_coverage_harness(small_world, tmp_path):
+    out = run_rate(
+        ["study", "release", "--world", str(small_world), "--out", str(tmp_path / "rel"),
+         "--seeds", "0", "--recipes", "R1", "--steps", "10", "--per-family", "40"],
+        tmp_path,
+    )  # fmt: skip
+    study = json.loads((tmp_path / "rel" / "release_study.json").read_text())
+    assert [c["correction"] for c in study["cells"]] == ["none", "ridge", "ours", "oracle"]
+    rows = study["summary"]["R1"]["rows"]
+    goals = study["summary"]["R1"]["goals"]
+    assert goals["ours_minus_oracle"] == pytest.approx(
+        rows["ours"]["balanced_mean"] - rows["oracle"]["balanced_mean"], abs=1e-4
+    )
+    assert "| R1 (kl 0.1, 10 steps) | oracle |" in out.stdout
+    oracle_py = (tmp_path / "rel" / "wrappers" / "oracle.py").read_text()
+    assert "CORRECTIONS" in oracle_py
+
+    from rate.studies.certify import coverage_study
+
+    policies = {"reference": small_world / "policy"}
+    policies["kl05"] = small_world / "runs" / "kl05-s800" / "checkpoint"
+    cov = coverage_study(
+        small_world, policies, tmp_path / "cov", None, sets=3, truth_per_family=200,
+        settings=CertifySettings(40, 100),
+    )  # fmt: skip
+    cells = {(c["policy"], c["cell"]): c for c in cov["cells"]}
+    assert all(c["sets"] == 3 for c in cells.values())
+    ref = [c for (p, _), c in cells.items() if p == "reference"]
+    assert all(c["abstained"] == 0 for c in ref)  # weights of 1 always support an answer
+    s = cov["summary"]
+    answered = sum(c["sets"] - c["abstained"] for c in cells.values())
+    assert s["answered_cells"] == answered
+    assert s["dr_coverage_where_answered"] == pytest.approx(
+        sum(c["dr_covered"] for c in cells.values()) / answered, abs=1e-4
+    )

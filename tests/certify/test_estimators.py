@@ -1,0 +1,117 @@
+"""The off-policy estimators on hand-computed examples."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from rate.certify.certify import MAX_FAMILY_LOSS, MIN_BALANCED_GAIN, verdict
+from rate.certify.estimators import (
+    Interval,
+    abstains,
+    bootstrap_counts,
+    dr_replicates,
+    ess,
+    folds_of,
+    snips,
+    snips_replicates,
+)
+
+
+def test_ess_and_snips_by_hand():
+    log_w = np.log([1.0, 3.0])
+    assert ess(log_w) == pytest.approx(16 / 10)  # (1+3)^2 / (1+9)
+    assert ess(np.zeros(7)) == pytest.approx(7)
+    assert snips(np.array([0.0, 1.0]), log_w) == pytest.approx(0.75)
+    # Log weights far from 0 give the same answer (the weights are shifted before exp).
+    assert snips(np.array([0.0, 1.0]), log_w + 800) == pytest.approx(0.75)
+
+
+def test_bootstrap_counts_are_draws_with_replacement():
+    counts = bootstrap_counts(5, 300, np.random.default_rng(0))
+    assert counts.shape == (300, 5)
+    assert (counts.sum(1) == 5).all()
+    assert counts.mean() == pytest.approx(1.0)
+    # A row of counts gives the SNIPS of the resampled set.
+    y, log_w = np.array([0.0, 1.0, 2.0]), np.log([1.0, 2.0, 1.0])
+    reps = snips_replicates(y, log_w, np.array([[1.0, 1.0, 1.0], [0.0, 3.0, 0.0], [2.0, 0, 1]]))
+    assert reps == pytest.approx([(0 + 2 + 2) / 4, 1.0, 2 / 3])
+
+
+def test_dr_by_hand():
+    # Constant s: each fold's model is the other fold's mean; the residual is the fold's SNIPS.
+    y, s = np.array([0.0, 1.0, 0.0, 1.0]), np.zeros(4)
+    log_w = np.log([1.0, 3.0, 1.0, 1.0])
+    folds = np.array([0, 0, 1, 1])
+    ones = np.ones((1, 4))
+    dr = dr_replicates(y, log_w, s, np.zeros(3), folds, ones, np.ones((1, 3)))[0]
+    # fold 0: 0.5 + (1*-0.5 + 3*0.5)/4 = 0.75; fold 1: 0.5 + 0 = 0.5; halves: 0.625
+    assert dr == pytest.approx(0.625)
+    # y exactly linear in s: every residual is 0, so DR is the line at the fresh samples' mean,
+    # whatever the weights.
+    s = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0])
+    y = 0.1 + 0.5 * s
+    dr = dr_replicates(
+        y, np.log([1, 5, 1, 2, 9, 1.0]), s, np.array([1.0, 2.0, 3.0]),
+        np.array([0, 1, 0, 1, 0, 1]), np.ones((1, 6)), np.ones((1, 3)),
+    )[0]  # fmt: skip
+    assert dr == pytest.approx(0.1 + 0.5 * 2.0)
+
+
+def test_dr_replicates_centre_on_the_truth_when_the_model_is_wrong():
+    # The doubly robust estimate stays unbiased with a useless reward (s is noise): the
+    # weighted residual carries it. Target: E_new[y] with y ~ Bernoulli, w tilting to y = 1.
+    rng = np.random.default_rng(1)
+    n = 4000
+    y = rng.random(n) < 0.3
+    log_w = np.where(y, np.log(2.0), np.log(0.4 / 0.7))  # new P(y=1) = 0.6
+    s = rng.normal(size=n)
+    folds = folds_of(n, 2, rng)
+    dr = dr_replicates(
+        y.astype(float), log_w, s, rng.normal(size=500), folds, np.ones((1, n)), np.ones((1, 500))
+    )[0]
+    assert dr == pytest.approx(0.6, abs=0.03)
+
+
+def test_intervals_and_abstention():
+    iv = Interval.of(0.5, np.linspace(0, 1, 1001))
+    assert (iv.low, iv.high) == pytest.approx((0.025, 0.975))
+    assert math.isnan(Interval.of(0.5, np.array([np.nan])).low)
+    assert abstains(5.0, 100, 0.1) == "ESS 5.0 < 15"
+    reason = abstains(50.0, 100, 3.0)  # 100 * e^-3 = 4.98 effective samples at most
+    assert reason is not None and "n*exp(-KL) = 5.0" in reason
+    assert abstains(30.0, 100, 1.0) is None
+
+
+def _report(balanced_low: float, family_lows: dict[str, float], abstain=None) -> dict:
+    return {
+        "balanced": {"abstain": abstain, "dr_gain": {"estimate": 0.1, "low": balanced_low}},
+        "per_family": {f: {"dr_gain": {"low": v}} for f, v in family_lows.items()},
+    }
+
+
+def test_the_guardrails_read_the_lower_bounds():
+    assert verdict(_report(MIN_BALANCED_GAIN, {"a": -MAX_FAMILY_LOSS}))["decision"] == "ship"
+    held = verdict(_report(0.029, {"a": 0.0}))
+    assert held["decision"] == "hold" and "balanced gain" in held["reasons"][0]
+    held = verdict(_report(0.2, {"a": 0.0, "b": -0.031}))
+    assert held["decision"] == "hold" and held["reasons"][0].startswith("b:")
+    assert verdict(_report(0.2, {}, abstain=["a: ESS 2.0 < 10"]))["decision"] == "abstain"
+    # An interval that could not be computed (NaN) never passes.
+    assert verdict(_report(float("nan"), {"a": 0.0}))["decision"] == "hold"
+
+
+def test_t_quantiles_and_welch_degrees_of_freedom():
+    from rate.certify.estimators import t_quantile, welch_df
+
+    # Tables: t_0.975 with 14 and 30 degrees of freedom; the normal's 1.95996 in the limit.
+    assert t_quantile(0.95, 14) == pytest.approx(2.1448, abs=2e-4)
+    assert t_quantile(0.95, 30) == pytest.approx(2.0423, abs=2e-4)
+    assert t_quantile(0.95, 1e12) == pytest.approx(1.959964, abs=1e-6)
+    assert t_quantile(0.90, 1e12) == pytest.approx(1.644854, abs=1e-6)
+    # Two equal SEs of 10 degrees of freedom each: (2 s^2)^2 / (2 s^4 / 10) = 20.
+    assert welch_df([0.1, 0.1], [10, 10]) == pytest.approx(20)
+    iv = Interval.t(0.5, np.array([0.4, 0.6]), 1e12)
+    assert iv.high - 0.5 == pytest.approx(1.959964 * np.std([0.4, 0.6], ddof=1), abs=1e-6)

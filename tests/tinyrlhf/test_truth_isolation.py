@@ -36,6 +36,7 @@ ALLOWED = {
     "rate.bench.world",  # times the truth evaluation
     "rate.score.tinyworld",  # the oracle scorer: true quality as a scoring template
     "rate.studies.audit",  # the audit's acceptance study: its flags against the planted truth
+    "rate.studies.tilt",  # the tilt forecast's acceptance study: against the oracle's pi_beta
 }
 MUST_STAY_BLIND = [
     "rate.tinyrlhf.rl",
@@ -54,6 +55,8 @@ MUST_STAY_BLIND = [
     "rate.effects.bootstrap",
     # The audit is analysis: it sees what an analyst sees, never the planted shortcuts.
     *(f"rate.audit.{m.stem}" for m in (SRC / "audit").glob("*.py") if m.stem != "__init__"),
+    # The tilt forecast and the tails are analysis too: gold labels, the RM and the reference.
+    *(f"rate.tilt.{m.stem}" for m in (SRC / "tilt").glob("*.py") if m.stem != "__init__"),
 ]
 
 
@@ -112,7 +115,7 @@ def test_only_labelling_and_truth_evaluation_read_the_shortcut_tables():
 
 def test_the_audit_names_no_truth_file_and_no_world_config():
     """Analysis code must not even open the truth by path: no ``truth`` folder, no world config."""
-    for path in (SRC / "audit").glob("*.py"):
+    for path in [*(SRC / "audit").glob("*.py"), *(SRC / "tilt").glob("*.py")]:
         strings = [
             n.value
             for n in ast.walk(ast.parse(path.read_text()))

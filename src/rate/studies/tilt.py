@@ -120,8 +120,11 @@ def compare(forecast: dict, oracle: dict) -> list[dict]:
                         "oracle_se": o["se"],
                         "oracle_n": orow["n"],
                         "oracle_se_reached": o["se_reached"],
-                        # The oracle's sign is settled when its change is 2 SE away from 0.
-                        "oracle_sign_settled": bool(abs(o["change"]) > 2 * o["se"]),
+                        # The oracle's sign is settled when its change is 2 SE away from 0, on
+                        # enough effective samples for the SE to mean something.
+                        "oracle_sign_settled": bool(
+                            abs(o["change"]) > 2 * o["se"] and o["ess"] >= ORACLE_ESS_MIN
+                        ),
                         "signs_match": sign(fc["change"]) == sign(o["change"]),
                     }
                 )
@@ -146,22 +149,36 @@ def tilt_study(
     rewards = Rewards(load_reward_model(world / "reward_model"), wrapper)
     fams = tuple(forecast["families"])
     oracle = oracle_tilt(world, rewards, betas, se_goal, max_n, chunk, fams)
-    rows = compare(forecast, oracle)
+    return summarise(
+        {
+            "world": str(world),
+            "wrapper": forecast["wrapper"],
+            "betas": betas,
+            "se_goal": se_goal,
+            "max_n": max_n,
+            "oracle": oracle,
+            "forecast": forecast,
+        }
+    )
+
+
+def summarise(study: dict) -> dict:
+    """``study`` (its forecast and oracle) with the comparison rows and the counts of matches:
+    in all, where the oracle met its goal, where its sign is settled, where the forecast speaks."""
+    rows = compare(study["forecast"], study["oracle"])
+
+    def count(keep) -> dict:
+        kept = [r for r in rows if keep(r)]
+        return {"rows": len(kept), "matches": sum(r["signs_match"] for r in kept)}
+
     return {
-        "world": str(world),
-        "wrapper": forecast["wrapper"],
-        "betas": betas,
-        "se_goal": se_goal,
-        "max_n": max_n,
+        **study,
         "matches": sum(r["signs_match"] for r in rows),
         "comparisons": len(rows),
-        "forecasts_made": sum(not r["forecast_abstains"] for r in rows),
-        "matches_of_forecasts_made": sum(
-            r["signs_match"] for r in rows if not r["forecast_abstains"]
-        ),
-        "oracle": oracle,
+        "where_oracle_met_goal": count(lambda r: r["oracle_se_reached"]),
+        "where_oracle_sign_settled": count(lambda r: r["oracle_sign_settled"]),
+        "where_forecast_made": count(lambda r: not r["forecast_abstains"]),
         "rows": rows,
-        "forecast": forecast,
     }
 
 
@@ -176,6 +193,8 @@ def study_table(study: dict) -> str:
         o = study["oracle"][r["family"]][r["reward"]][str(r["beta"])]
         lo, hi = r["forecast_interval"]
         note = "" if r["oracle_se_reached"] else ", goal not reached"
+        if not r["oracle_sign_settled"]:
+            note += ", sign not settled"
         lines.append(
             f"| {r['family']} | {r['reward']} | {r['beta']:g} | {r['forecast_change']:+.3f} "
             f"[{lo:+.3f}, {hi:+.3f}] | {r['forecast_ess']:.1f}"
@@ -184,9 +203,15 @@ def study_table(study: dict) -> str:
             f"| {o['ess']:.0f} | {'yes' if r['signs_match'] else 'NO'} |"
         )
     lines.append("")
+    goal, settled, made = (
+        study[k]
+        for k in ("where_oracle_met_goal", "where_oracle_sign_settled", "where_forecast_made")
+    )
     lines.append(
-        f"Signs match in {study['matches']} of {study['comparisons']}; in "
-        f"{study['matches_of_forecasts_made']} of the {study['forecasts_made']} where the "
-        "forecast does not abstain."
+        f"Signs match in {study['matches']} of {study['comparisons']}; in {goal['matches']} of "
+        f"the {goal['rows']} where the oracle met its goal (SE < {study['se_goal']} on >= "
+        f"{ORACLE_ESS_MIN} effective samples); in {settled['matches']} of the {settled['rows']} "
+        f"where the oracle's sign is settled (2 SE from 0 on >= {ORACLE_ESS_MIN} effective "
+        f"samples); in {made['matches']} of the {made['rows']} where the forecast does not abstain."
     )
     return "\n".join(lines) + "\n"

@@ -38,6 +38,7 @@ ALLOWED = {
     "rate.studies.audit",  # the audit's acceptance study: its flags against the planted truth
     "rate.studies.release",  # the release study: RL runs judged by their true quality
     "rate.studies.certify",  # certification coverage: intervals against the true quality
+    "rate.studies.tilt",  # the tilt forecast's acceptance study: against the oracle's pi_beta
 }
 MUST_STAY_BLIND = [
     "rate.tinyrlhf.rl",
@@ -58,6 +59,8 @@ MUST_STAY_BLIND = [
     *(f"rate.audit.{m.stem}" for m in (SRC / "audit").glob("*.py") if m.stem != "__init__"),
     # Certification, assessment and the recipe sweep see the gold labels, never the truth.
     *(f"rate.certify.{m.stem}" for m in (SRC / "certify").glob("*.py") if m.stem != "__init__"),
+    # The tilt forecast and the tails are analysis too: gold labels, the RM and the reference.
+    *(f"rate.tilt.{m.stem}" for m in (SRC / "tilt").glob("*.py") if m.stem != "__init__"),
 ]
 
 
@@ -116,7 +119,7 @@ def test_only_labelling_and_truth_evaluation_read_the_shortcut_tables():
 
 def test_the_audit_names_no_truth_file_and_no_world_config():
     """Analysis code must not even open the truth by path: no ``truth`` folder, no world config."""
-    for path in (SRC / "audit").glob("*.py"):
+    for path in [*(SRC / "audit").glob("*.py"), *(SRC / "tilt").glob("*.py")]:
         strings = [
             n.value
             for n in ast.walk(ast.parse(path.read_text()))

@@ -73,6 +73,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--out", type=Path, help="default: PROJECT_DIR/plots/semisynthetic_text")
     t.set_defaults(func=cmd_semisynthetic_text)
 
+    ti = study.add_parser("tilt", help="the tilt forecast's signs against the oracle's pi_beta")
+    ti.add_argument("--world", type=Path, required=True, help="a built world")
+    ti.add_argument("--wrapper", type=Path, help="a reward wrapper .py: also the corrected reward")
+    ti.add_argument("--beta", type=float, nargs="+", default=[0.1, 0.05])
+    ti.add_argument("--max-n", type=int, default=200_000, help="oracle samples per family, at most")
+    ti.add_argument("--tail-samples", type=int, default=10_000, help="forecast's tail samples")
+    ti.add_argument("--out", type=Path, default=Path("experiments/tilt"))
+    ti.set_defaults(func=cmd_tilt_study)
+
     for q in (c, s):
         q.add_argument("--world", type=Path, help="default: PROJECT_DIR/tinyrlhf/world")
         q.add_argument("--small", action="store_true", help="the small world (for tests)")
@@ -197,4 +206,21 @@ def cmd_semisynthetic_text(args: argparse.Namespace) -> int:
     )
     print(result_table(result))
     print(f"\nwrote {out}/semisynthetic_text.json, .md and the figure ({result['seconds']} s)")
+    return 0
+
+
+def cmd_tilt_study(args: argparse.Namespace) -> int:
+    from rate.io import atomic_write_json, atomic_write_text, json_safe
+    from rate.studies.tilt import study_table, tilt_study
+    from rate.tilt.report import write_report
+
+    study = tilt_study(
+        args.world, args.wrapper, args.beta, max_n=args.max_n, tail_samples=args.tail_samples
+    )
+    table = study_table(study)
+    write_report(study["forecast"], args.out / "forecast")
+    atomic_write_json(args.out / "tilt_study.json", json_safe(study))
+    atomic_write_text(args.out / "tilt_study.md", table)
+    print(table)
+    print(f"wrote {args.out}/tilt_study.json, .md and the forecast's report in forecast/")
     return 0

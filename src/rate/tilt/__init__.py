@@ -1,0 +1,1 @@
+"""Tails and tilt: the reward's tail (Hill) and a forecast of KL-regularised RL from gold."""

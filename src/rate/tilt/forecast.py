@@ -1,0 +1,125 @@
+"""Where KL-regularised RL is heading, forecast from gold labels by reweighting.
+
+The optimum of E[r] - beta * KL(pi || pi_ref) is pi_beta ~ pi_ref * exp(r / beta). Gold rows are
+responses sampled from pi_ref with an expert label, so self-normalised importance weights
+w_i = exp(r_i / beta) turn their labels into an estimate of pi_beta's true quality:
+
+    forecast = sum_i w_i y_i / sum_i w_i,   change = forecast - mean_i y_i,
+
+with Kish's effective sample size ESS = (sum w)^2 / sum w^2. The weights tilt the family's
+whole (prompt, response) distribution, prompts included, since a gold row has one response per
+prompt; the acceptance harness (rate.studies.tilt) estimates the same tilt from the truth.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from rate.tilt.hill import weight_tail_index
+
+# Abstain below this many effective responses. With ESS = 10 the forecast averages about ten
+# gold responses: its standard error is about sd(label) / sqrt(10), ~0.05 for the tiny world's
+# label spread (0.15), the size of the changes to be forecast; and the bootstrap interval,
+# which can only resample the few heavy responses it was given, understates the error there.
+ESS_MIN = 10.0
+# The weights' tail index (Hill on exp(r / beta)) above which the reweighted mean is unreliable:
+# xi > 0.7 is Pareto-smoothed importance sampling's rule (Vehtari et al. 2024), past which the
+# estimate's error shrinks too slowly to be trusted at any practical sample size.
+XI_MAX = 0.7
+# Abstain too when more than this share of pi_beta's mass, estimated on many reference samples
+# scored by the reward model, lies at rewards above the largest one among the gold rows: there
+# the forecast has no label to reweight, and the gold rows' verdict is an extrapolation.
+BEYOND_MAX = 0.5
+
+
+def tilt_weights(r: np.ndarray, beta: float) -> np.ndarray:
+    """exp(r / beta) scaled so that the largest weight is 1 (the scale cancels in every use)."""
+    if not beta > 0:
+        raise ValueError(f"beta must be > 0, got {beta}")
+    r = np.asarray(r, dtype=np.float64)
+    return np.exp((r - r.max()) / beta)
+
+
+def ess(w: np.ndarray) -> float:
+    """Kish's effective sample size (sum w)^2 / sum w^2."""
+    w = np.asarray(w, dtype=np.float64)
+    return float(w.sum() ** 2 / np.square(w).sum())
+
+
+def reweighted_mean(y: np.ndarray, w: np.ndarray) -> float:
+    return float(np.dot(w, y) / w.sum())
+
+
+def ratio_se(y: np.ndarray, w: np.ndarray) -> float:
+    """Delta-method standard error of the ratio sum(w y) / sum(w) for i.i.d. draws."""
+    w = np.asarray(w, dtype=np.float64)
+    m = reweighted_mean(y, w)
+    return float(math.sqrt(np.sum(np.square(w * (np.asarray(y) - m)))) / w.sum())
+
+
+def tilt_forecast(
+    r: np.ndarray,
+    y: np.ndarray,
+    beta: float,
+    n_boot: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict:
+    """The forecast for one family and beta: pi_beta's quality, its change against the gold mean,
+    the ESS, a percentile bootstrap interval of the change (rows resampled), the weights' tail
+    index, whether to abstain (ESS below :data:`ESS_MIN`) and whether the weights' tail is too
+    heavy to trust (Hill's xi above :data:`XI_MAX`, a warning beside the abstention)."""
+    r, y = np.asarray(r, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if r.shape != y.shape or r.ndim != 1 or r.size < 2:
+        raise ValueError(f"rewards and labels must be two 1-d arrays of one length >= 2, got "
+                         f"{r.shape} and {y.shape}")  # fmt: skip
+    w = tilt_weights(r, beta)
+    forecast = reweighted_mean(y, w)
+    n_eff = ess(w)
+    rng = np.random.default_rng([seed, 0x7117])
+    idx = rng.integers(0, r.size, size=(n_boot, r.size))
+    wb, yb = w[idx], y[idx]  # (n_boot, n)
+    changes = (wb * yb).sum(1) / wb.sum(1) - yb.mean(1)
+    lo, hi = np.quantile(changes, [(1 - level) / 2, (1 + level) / 2])
+    try:
+        tail = weight_tail_index(r, beta).as_dict()
+    except ValueError:  # fewer rows than Hill's k needs
+        tail = None
+    return {
+        "beta": beta,
+        "n": int(r.size),
+        "gold_mean": round(float(y.mean()), 6),
+        "forecast": round(forecast, 6),
+        "change": round(forecast - float(y.mean()), 6),
+        "interval": [round(float(lo), 6), round(float(hi), 6)],
+        "se": round(ratio_se(y, w), 6),
+        "ess": round(n_eff, 3),
+        "max_weight_share": round(float(w.max() / w.sum()), 6),
+        "weight_tail": tail,
+        "abstain": bool(n_eff < ESS_MIN),
+        "heavy_weights": bool(tail is not None and tail["xi"] > XI_MAX),
+    }
+
+
+def mass_beyond(r_ref: np.ndarray, r_max: float, beta: float) -> float:
+    """The share of the tilt's mass on reference samples ``r_ref`` at rewards above ``r_max``."""
+    r_ref = np.asarray(r_ref, dtype=np.float64)
+    w = tilt_weights(r_ref, beta)
+    return float(w[r_ref > r_max].sum() / w.sum())
+
+
+def add_coverage(fc: dict, r_ref: np.ndarray, r_gold: np.ndarray) -> dict:
+    """``fc`` with the tilt's mass beyond the gold rewards, abstaining when it is too large."""
+    beyond = mass_beyond(r_ref, float(np.max(r_gold)), fc["beta"])
+    return {
+        **fc,
+        "mass_beyond_gold": round(beyond, 6),
+        "abstain": bool(fc["abstain"] or beyond > BEYOND_MAX),
+    }
+
+
+def sign(x: float) -> int:
+    """-1, 0 or 1."""
+    return int(np.sign(x))

@@ -1,0 +1,64 @@
+"""The tilt study (the oracle side) on the small world with CI-sized samples."""
+
+from __future__ import annotations
+
+import pytest
+
+from rate.studies.tilt import compare, precise, study_table, tilt_study
+from rate.tinyrlhf.evaluate import evaluate_policy, load_oracle
+from rate.tinyrlhf.models import load_policy
+from rate.tinyrlhf.vocab import FAMILIES
+from tests.tilt.test_cli import ZERO_WRAPPER
+
+
+def test_the_tilt_study_on_the_small_world(small_world, tmp_path):
+    wrapper = tmp_path / "zero.py"
+    wrapper.write_text(ZERO_WRAPPER)
+    study = tilt_study(
+        small_world, wrapper, [0.1], max_n=3000, chunk=1500, tail_samples=200, n_boot=100
+    )
+    assert study["comparisons"] == len(FAMILIES) * 2  # raw and corrected, one beta
+    oracle, _ = load_oracle(small_world)
+    truth = evaluate_policy(load_policy(small_world / "policy"), oracle, per_family=500)
+    for fam in FAMILIES:
+        o = study["oracle"][fam]
+        raw, flat = o["raw"]["0.1"], o["corrected"]["0.1"]
+        # Sampling stops at the cap unless every estimate met the goal.
+        assert o["n"] == 3000 or (raw["se_reached"] and flat["se_reached"])
+        # The reference's quality agrees with the truth evaluation's (other samples).
+        ref = truth["per_family"][fam]
+        se = (o["reference_se"] ** 2 + ref["true_quality_se"] ** 2) ** 0.5
+        assert abs(o["reference_quality"] - ref["true_quality"]) < 4 * se
+        # A flat reward's pi_beta is the reference: no change, every sample effective.
+        assert flat["change"] == pytest.approx(0, abs=1e-6)
+        assert flat["ess"] == pytest.approx(o["n"], abs=0.1)
+        assert flat["se_reached"] == (flat["se"] < 0.005)
+    assert all(r["signs_match"] for r in study["rows"] if r["reward"] == "corrected")
+    assert f"Signs match in {study['matches']} of 12" in study_table(study)
+    # The flat reward's six estimates meet the goal: all its 3000 samples are effective.
+    assert study["where_oracle_met_goal"]["rows"] >= 6
+
+
+def test_the_oracle_precision_needs_effective_samples():
+    assert precise(0.004, 500, 0.005)
+    assert not precise(0.006, 500, 0.005)
+    assert not precise(0.0001, 1.2, 0.005)  # one dominant weight: an SE of ~0 means nothing
+
+
+def test_compare_by_hand():
+    fc = {"change": 0.1, "interval": [0.0, 0.2], "ess": 12.0, "abstain": False}
+    forecast = {"families": {"dune": {"forecast": {"raw": {"0.1": fc, "0.05": fc}}}}}
+    oracle = {
+        "dune": {
+            "n": 1000,
+            "raw": {
+                "0.1": {"change": 0.05, "se": 0.01, "se_reached": False, "ess": 500.0},
+                "0.05": {"change": -0.2, "se": 0.004, "se_reached": False, "ess": 3.0},
+            },
+        }
+    }
+    rows = compare(forecast, oracle)
+    assert [(r["beta"], r["signs_match"], r["oracle_sign_settled"]) for r in rows] == [
+        (0.1, True, True),
+        (0.05, False, False),  # 2 SE from 0, but on 3 effective samples: not settled
+    ]

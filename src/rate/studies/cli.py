@@ -62,6 +62,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--per-family", type=int, default=500, help="evaluation prompts per family")
     r.set_defaults(func=cmd_release_study)
 
+    w = study.add_parser(
+        "sweep-truth", help="a `rate tinyrlhf sweep`'s checkpoints and choice against the truth"
+    )
+    w.add_argument("--world", type=Path, required=True)
+    w.add_argument("--sweep", type=Path, required=True, help="the sweep's folder (sweep.json)")
+    w.add_argument("--per-family", type=int, default=500, help="evaluation prompts per family")
+    w.set_defaults(func=cmd_sweep_truth)
+
     t = study.add_parser(
         "semisynthetic-text",
         help="the paper's semi-synthetic length experiment on real drug reviews (offline)",
@@ -194,6 +202,25 @@ def cmd_release_study(args: argparse.Namespace) -> int:
     atomic_write_text(args.out / "release_study.md", table)
     print(table, end="")
     print(f"wrote {args.out}/release_study.json and .md")
+    return 0
+
+
+def cmd_sweep_truth(args: argparse.Namespace) -> int:
+    import json
+
+    from rate.io import atomic_write_json, read_json
+    from rate.studies.release import check_sweep
+
+    result = check_sweep(args.world, read_json(args.sweep / "sweep.json"), args.per_family)
+    atomic_write_json(args.sweep / "sweep_truth.json", result)
+    print("| kl_coef | step | decision | certified | true quality | worst family gain |")
+    print("|---|---|---|---|---|---|")
+    for r in result["candidates"]:
+        print(
+            f"| {r['kl_coef']:g} | {r['step']} | {r['decision']} | {r['certified']:.3f} | "
+            f"{r['true_quality']:.3f} | {r['worst_family_gain']:+.3f} |"
+        )
+    print(json.dumps({k: result[k] for k in ("reference", "best", "chosen", "chosen_within_best")}))
     return 0
 
 

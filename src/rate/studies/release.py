@@ -36,6 +36,7 @@ CORRECTIONS = ("none", "ridge", "ours", "oracle")
 OURS_WITHIN_ORACLE = 0.02
 OURS_OVER_RIDGE = 0.03
 FAMILY_FLOOR = -0.03
+SWEEP_WITHIN_BEST = 0.03  # the sweep's choice, in true quality, against the grid's best
 
 
 def write_wrappers(world: Path, out: Path) -> dict[str, Path | None]:
@@ -207,3 +208,43 @@ def markdown(study: dict) -> str:
         goals = ", ".join(f"{k} {v}" for k, v in block["goals"].items())
         lines.append(f"- {recipe}: {goals}")
     return "\n".join(lines) + "\n"
+
+
+def check_sweep(world: Path, sweep: dict, per_family: int = 500) -> dict:
+    """The recipe sweep's choice against the truth: every candidate checkpoint's true balanced
+    quality (and worst family gain over the reference), the best of them, and the chosen one."""
+    world = Path(world)
+    oracle, _ = load_oracle(world)
+    reference = evaluate_policy(load_policy(world / "policy"), oracle, None, None, per_family)
+    ref = {f: reference["per_family"][f]["true_quality"] for f in FAMILIES}
+    rows = []
+    for c in sweep["candidates"]:
+        report = evaluate_policy(load_policy(Path(c["checkpoint"])), oracle, None, None, per_family)
+        rows.append(
+            {
+                "kl_coef": c["kl_coef"],
+                "step": c["step"],
+                "decision": c["decision"],
+                "certified": c["dr"]["estimate"],
+                "true_quality": report["balanced"]["true_quality"],
+                "worst_family_gain": round(
+                    min(report["per_family"][f]["true_quality"] - ref[f] for f in FAMILIES), 4
+                ),
+            }
+        )
+    best = max(rows, key=lambda r: r["true_quality"])
+    chosen = sweep.get("chosen")
+    mine = (
+        next(r for r in rows if (r["kl_coef"], r["step"]) == (chosen["kl_coef"], chosen["step"]))
+        if chosen
+        else None
+    )
+    return {
+        "reference": reference["balanced"]["true_quality"],
+        "candidates": rows,
+        "best": best,
+        "chosen": mine,
+        "chosen_within_best": (
+            best["true_quality"] - mine["true_quality"] <= SWEEP_WITHIN_BEST if mine else False
+        ),
+    }

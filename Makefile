@@ -20,7 +20,7 @@ WAIT_FLAG = $(if $(or $(WAIT),$(word 2,$(STAGE_GOALS))),--wait)
 STAGE = $(if $(PARTITION),$(VENV)/bin/rate submit $(1) $(WAIT_FLAG),$(VENV)/bin/rate $(2))
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo demo-text test test-fast fixture bench lint format clean \
+.PHONY: help setup demo audit-demo demo-text test test-fast fixture bench lint format clean \
 	create_dataset score_dataset treatment_effects plots pipeline sweep smoke synthetic semisynthetic-text coverage validate \
 	faults matrix tilt-study
 
@@ -53,6 +53,9 @@ setup: $(STAMP) ## create the virtual environment and install rate with dev tool
 
 demo: $(STAMP) ## run the end-to-end demo on the tiny world (CPU, minutes)
 	$(VENV)/bin/rate demo
+
+audit-demo: $(STAMP) ## the release story: audit, wrapper, corrected RL, certification, assessment
+	$(VENV)/bin/rate demo-audit
 
 demo-text: $(STAMP) ## the pipeline on real drug reviews, offline: rule rewrites, MiniLM and VADER
 	$(VENV)/bin/rate demo-text

@@ -33,6 +33,7 @@ ALLOWED = {
     "rate.tinyrlhf.build",
     "rate.tinyrlhf.cli",
     "rate.demos.tinyworld",
+    "rate.demos.audit_story",  # the release story, printed beside the truth
     "rate.bench.world",  # times the truth evaluation
     "rate.score.tinyworld",  # the oracle scorer: true quality as a scoring template
     "rate.studies.audit",  # the audit's acceptance study: its flags against the planted truth

@@ -29,6 +29,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="base experiment config")
     t.add_argument("--smoke", action="store_true", help="smoke-test sizes")
     t.set_defaults(func=cmd_demo_text)
+    a = sub.add_parser(
+        "demo-audit",
+        help="the release story on the tiny world: audit, wrapper, corrected RL, certification, "
+        "assessment, against the truth",
+    )
+    a.add_argument("--world", type=Path, help="default: PROJECT_DIR/tinyrlhf/world")
+    a.add_argument("--small", action="store_true", help="the small world (for tests)")
+    a.add_argument("--out", type=Path, help="default: PROJECT_DIR/audit_demo (a rerun reuses it)")
+    a.add_argument("--steps", type=int, help="RL steps of the corrected run (default: 800)")
+    a.add_argument("--per-family", type=int, default=500, help="evaluation prompts per family")
+    a.set_defaults(func=cmd_demo_audit)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -43,3 +54,9 @@ def cmd_demo_text(args: argparse.Namespace) -> int:
     from rate.demos.text import run_text_demo  # here, to keep `rate --help` fast
 
     return run_text_demo(args.config, args.smoke, args.verbose)
+
+
+def cmd_demo_audit(args: argparse.Namespace) -> int:
+    from rate.demos.audit_story import run_audit_demo  # here, to keep `rate --help` fast
+
+    return run_audit_demo(args.world, args.small, args.out, args.steps, args.per_family)

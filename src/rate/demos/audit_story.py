@@ -1,0 +1,107 @@
+"""`rate demo-audit`: the release story on the built tiny world, each step against the truth.
+
+audit (which features the reward model pays for beyond expert quality) -> a reward wrapper
+removing them -> corrected RL (kl 0.1, 800 steps) -> certification of the new policy from the
+reference's gold labels alone -> assessment of every run (ship or not). Each analysis step sees
+only what an analyst sees; this demo then prints it beside the truth (the planted shortcuts, the
+true quality), which only a demo and the acceptance harnesses may read. Every step's output is
+kept under PROJECT_DIR/audit_demo and reused by a rerun.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+
+from rate.audit.run import load_inputs, run_audit
+from rate.audit.scan import AuditSettings
+from rate.audit.wrapper import write_wrapper
+from rate.certify.assess import assess_world
+from rate.certify.assess import markdown as assessment_table
+from rate.certify.certify import CertifySettings
+from rate.io import atomic_write_json, read_json
+from rate.settings import project_dir
+from rate.tinyrlhf.audit_truth import check_audit
+from rate.tinyrlhf.build import ensure_world
+from rate.tinyrlhf.evaluate import evaluate_policy, load_oracle
+from rate.tinyrlhf.models import load_policy
+from rate.tinyrlhf.rl import load_rl_config, train_rl
+
+log = logging.getLogger(__name__)
+
+
+def run_audit_demo(
+    world: Path | None, small: bool, out: Path | None, steps: int | None, per_family: int
+) -> int:
+    """The story, printed step by step; -> exit status."""
+    world = ensure_world(
+        world or project_dir() / "tinyrlhf" / ("world_small" if small else "world"), small
+    )
+    out = out or project_dir() / "audit_demo"
+    out.mkdir(parents=True, exist_ok=True)
+    oracle, _ = load_oracle(world)
+
+    print("1. Audit: which features does the reward model pay for beyond expert quality?")
+    audit_path = out / "audit.json"
+    if audit_path.is_file():
+        audit = read_json(audit_path)
+    else:
+        audit = run_audit(load_inputs(world), AuditSettings())
+        atomic_write_json(audit_path, audit)
+    check = check_audit(audit, world)
+    flagged = [f"{r['family']} `{r['feature']}`" for r in audit["candidates"] if r["flagged"]]
+    print(f"   flagged: {', '.join(flagged) or 'nothing'}")
+    print(
+        f"   truth: {len(check['planted'])} planted, {len(check['missed'])} missed, "
+        f"{len(check['false_flags'])} false flags; AUC {check['auc']['intervention']:.3f}"
+    )
+
+    print("2. Correction: a reward wrapper removing each flagged feature's excess")
+    wrapper = out / "wrapper.py"
+    table = write_wrapper(audit, wrapper, str(audit_path))
+    for fam, parts in table.items():
+        items = [f"{k} -{v:.3f}" for k, v in {**parts["tokens"], **parts["pairs"]}.items()]
+        print(f"   {fam}: {', '.join(items)}")
+
+    print("3. Corrected RL (kl 0.1, the world's default recipe)")
+    run = out / "corrected-run"
+    config = load_rl_config(world / "configs" / "default.json")
+    config = dataclasses.replace(
+        config, reward_wrapper=str(wrapper.resolve()), **({"steps": steps} if steps else {})
+    )
+    if not (run / "checkpoint").is_dir():
+        train_rl(config, world, run, overwrite=True)
+    print(f"   {run}/checkpoint ({config.steps} steps)")
+
+    print("4-5. Certification from gold alone, and the assessment of every run:")
+    settings = CertifySettings(fresh_per_family=min(500, per_family))
+    assessment = assess_world(world, audit, wrapper, {"corrected": run / "checkpoint"}, settings)
+    atomic_write_json(out / "assessment.json", assessment)
+    print(assessment_table(assessment), end="")
+
+    print("6. Against the truth (true quality on the balanced mix, the oracle's rule: gain "
+          ">= 0.03 and no family below the reference by more than 0.03):")  # fmt: skip
+    reference = evaluate_policy(load_policy(world / "policy"), oracle, None, None, per_family)
+    ref = reference["balanced"]["true_quality"]
+    print(f"   reference: {ref:.3f}")
+    agree = 0
+    for row in assessment["runs"]:
+        report = evaluate_policy(load_policy(Path(row["policy"])), oracle, None, None, per_family)
+        true_q = report["balanced"]["true_quality"]
+        worst = min(
+            report["per_family"][f]["true_quality"] - reference["per_family"][f]["true_quality"]
+            for f in report["per_family"]
+        )
+        should = true_q - ref >= 0.03 and worst >= -0.03
+        agree += should == row["ship"]
+        print(
+            f"   {row['run']}: true {true_q:.3f} (gain {true_q - ref:+.3f}, worst family "
+            f"{worst:+.3f}); certified {row['balanced_dr']['estimate']:.3f}; "
+            f"{'ship' if row['ship'] else row['decision']} / oracle says "
+            f"{'ship' if should else 'no'}"
+        )
+    print(
+        f"   the assessment agrees with the oracle's rule on {agree} of {len(assessment['runs'])}"
+    )
+    return 0

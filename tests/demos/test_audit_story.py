@@ -1,0 +1,26 @@
+"""`rate demo-audit` end to end on the small world (a short corrected run)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from tests.helpers import run_rate
+
+
+def test_the_audit_demo_tells_the_story_against_the_truth(small_world, tmp_path):
+    out = tmp_path / "story"
+    args = ["demo-audit", "--world", str(small_world), "--out", str(out), "--steps", "10",
+            "--per-family", "40"]  # fmt: skip
+    first = run_rate(args, tmp_path).stdout
+    for step in ("1. Audit", "2. Correction", "3. Corrected RL", "4-5. Certification", "6."):
+        assert step in first
+    runs = {p.name for p in (small_world / "runs").iterdir() if p.is_dir()} | {"corrected"}
+    agree = re.search(r"agrees with the oracle's rule on (\d+) of (\d+)", first)
+    assert agree and int(agree.group(2)) == len(runs)
+    assessment = json.loads((out / "assessment.json").read_text())
+    assert {r["run"] for r in assessment["runs"]} == runs
+    # The rerun reuses the audit and the corrected run.
+    stamp = (out / "corrected-run" / "checkpoint" / "policy.safetensors").stat().st_mtime_ns
+    run_rate(args, tmp_path)
+    assert (out / "corrected-run" / "checkpoint" / "policy.safetensors").stat().st_mtime_ns == stamp

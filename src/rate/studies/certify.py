@@ -30,6 +30,9 @@ from rate.tinyrlhf.vocab import FAMILIES
 
 log = logging.getLogger(__name__)
 
+# The gold sets' seeds. The certification's ESS floor and interval were chosen on the sets of
+# seeds 10,000-10,059; the study measures on others.
+FIRST_SEED = 20_000
 FAR_KL = 5.0  # cells this far from the reference must abstain
 COVERAGE_GOAL = (0.93, 0.97)
 ABSTAIN_GOAL = 0.95
@@ -76,6 +79,7 @@ def coverage_study(
     gold_per_family: int = 100,
     truth_per_family: int = 4000,
     settings: CertifySettings | None = None,
+    first_seed: int = FIRST_SEED,
 ) -> dict:
     """Certify every policy on ``sets`` fresh gold sets; tally coverage and abstention."""
     world, out = Path(world), Path(out)
@@ -91,7 +95,7 @@ def coverage_study(
     loaded = {name: load_policy(p) for name, p in policies.items()}
     cells: dict[str, dict] = {}
     for s in progress(range(sets), desc="gold sets", total=sets):
-        gold = fresh_gold(world, gold_per_family, 10_000 + s)
+        gold = fresh_gold(world, gold_per_family, first_seed + s)
         for name, policy in loaded.items():
             run = CertifySettings(**{**vars(settings), "seed": s})
             report = certify_inputs(
@@ -126,6 +130,7 @@ def coverage_study(
         "world": str(world),
         "wrapper": str(wrapper) if wrapper else None,
         "sets": sets,
+        "first_seed": first_seed,
         "gold_per_family": gold_per_family,
         "settings": vars(settings),
         "cells": list(cells.values()),

@@ -62,6 +62,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--per-family", type=int, default=500, help="evaluation prompts per family")
     r.set_defaults(func=cmd_release_study)
 
+    v = study.add_parser(
+        "certify-coverage",
+        help="certification intervals over many fresh gold sets, against the true quality",
+    )
+    v.add_argument("--world", type=Path, required=True)
+    v.add_argument("--policy", action="append", required=True, metavar="NAME=DIR")
+    v.add_argument("--wrapper", type=Path, help="the reward wrapper the certification uses")
+    v.add_argument("--sets", type=int, default=200, help="fresh gold sets")
+    v.add_argument("--truth-per-family", type=int, default=4000)
+    v.add_argument("--out", type=Path, required=True)
+    v.set_defaults(func=cmd_certify_coverage)
+
     w = study.add_parser(
         "sweep-truth", help="a `rate tinyrlhf sweep`'s checkpoints and choice against the truth"
     )
@@ -202,6 +214,32 @@ def cmd_release_study(args: argparse.Namespace) -> int:
     atomic_write_text(args.out / "release_study.md", table)
     print(table, end="")
     print(f"wrote {args.out}/release_study.json and .md")
+    return 0
+
+
+def cmd_certify_coverage(args: argparse.Namespace) -> int:
+    from rate.errors import ConfigError
+    from rate.io import atomic_write_json, atomic_write_text
+    from rate.studies.certify import coverage_study, markdown
+
+    policies = {}
+    for item in args.policy:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise ConfigError(f"--policy {item!r}: expected NAME=DIR")
+        policies[name] = Path(path)
+    study = coverage_study(
+        args.world,
+        policies,
+        args.out,
+        args.wrapper,
+        args.sets,
+        truth_per_family=args.truth_per_family,
+    )
+    table = markdown(study)
+    atomic_write_json(args.out / "certify_coverage.json", study)
+    atomic_write_text(args.out / "certify_coverage.md", table)
+    print(table, end="")
     return 0
 
 

@@ -186,3 +186,17 @@ def test_import_rate_is_light_and_exports_the_api():
     )
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         rate.nope  # noqa: B018
+
+
+def test_latest_takes_the_newest_stamp_then_the_highest_sequence(tmp_path):
+    e = json_safe(rate.compute_effects(FRAME, n_bootstrap=0))
+    e.update(dataset_name="toy", concept="c", score="rm")
+    for suffix in (
+        "20260101_120000",
+        "20260101_120000-2",
+        "20260101_120000-10",
+        "20251231_235959-11",
+    ):
+        atomic_write_json(tmp_path / "effects" / f"toy_c_rm_treatment_effects_{suffix}.json", e)
+    df = rate.load_effects(project_dir=tmp_path, latest=True, groups=False)
+    assert set(df["stamp"]) == {"20260101_120000-10"}

@@ -31,7 +31,7 @@ _EXPORTS = {
 __all__ = ["__version__", *_EXPORTS]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name not in _EXPORTS:
         raise AttributeError(f"module 'rate' has no attribute {name!r}")
     value = getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -186,6 +186,6 @@ def plot_stage(config: Config, layout: Layout) -> list[Path]:
     log.info("wrote %d figure files to %s", len(written), out_dir)
     # The plots end a pipeline run: its record names every file the four stages wrote.
     inputs = [*paths, *([scored] if scored is not None else [])]
-    record = run_record(paths, inputs, written, config_record(config), layout.root)
+    record = run_record(paths, config_record(config), layout.root, (inputs, written))
     write_run_record(layout.results, record)
     return written

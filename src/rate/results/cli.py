@@ -56,6 +56,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="default: from --out's suffix (.md, .csv, .json), else markdown",
     )
     p.add_argument("--out", type=Path, help="write the table to this file (else stdout)")
+    p.add_argument(
+        "--record",
+        action="store_true",
+        help="instead of the table, write a results record (PROJECT_DIR/results) naming every "
+        "file of the runs that made the chosen effect files (the plots stage writes one itself; "
+        "this is for runs that end at treatment_effects)",
+    )
     p.set_defaults(func=cmd_results)
 
 
@@ -86,6 +93,8 @@ def cmd_results(args: argparse.Namespace) -> int:
         groups=not args.no_groups,
     )
     layout = Layout.from_env()
+    if args.record:
+        return _record(args, layout, filters)
     rows = results_rows(args.files or None, layout.effects, filters)
     if not rows:
         where = "the files named" if args.files else str(layout.effects)
@@ -98,4 +107,20 @@ def cmd_results(args: argparse.Namespace) -> int:
     else:
         atomic_write_text(args.out, text)
         print(args.out)
+    return 0
+
+
+def _record(args: argparse.Namespace, layout, filters) -> int:
+    from rate.errors import ConfigError
+    from rate.results.record import run_record, write_run_record
+    from rate.results.table import effect_files, read_effects, select_files
+
+    paths = args.files or effect_files(layout.effects)
+    chosen = [p for p, _ in select_files([(p, read_effects(p)) for p in paths], filters)]
+    if not chosen:
+        raise ConfigError(
+            "results --record: no effect file passes the filters; name the effect files, or "
+            "use --latest with --dataset, --concept and --score"
+        )
+    print(write_run_record(layout.results, run_record(chosen, None, layout.root)))
     return 0

@@ -102,24 +102,25 @@ def trace(paths: Sequence[Path]) -> list[dict]:
 
 def run_record(
     effects_paths: Sequence[Path],
-    plots_inputs: Sequence[Path],
-    plots_outputs: Sequence[Path],
-    config: dict,
+    config: dict | None,
     project: Path,
+    plots: tuple[Sequence[Path], Sequence[Path]] | None = None,
 ) -> dict:
-    """The record of a run that ended by drawing ``effects_paths`` into ``plots_outputs``."""
+    """The record of a run that ended with ``effects_paths``, and (``plots``: its inputs and
+    outputs) by drawing them; ``config``: the config of the run's last stage."""
     steps = trace(effects_paths)
-    steps.append(
-        {
-            "stage": "plots",
-            "created": dt.datetime.now().isoformat(timespec="seconds"),
-            "inputs": [str(p) for p in plots_inputs],
-            "outputs": [str(p) for p in plots_outputs],
-            "log": current_log_file(),
-            "config": config,
-            "git_commit": git_commit(),
-        }
-    )
+    if plots is not None:
+        steps.append(
+            {
+                "stage": "plots",
+                "created": dt.datetime.now().isoformat(timespec="seconds"),
+                "inputs": [str(p) for p in plots[0]],
+                "outputs": [str(p) for p in plots[1]],
+                "log": current_log_file(),
+                "config": config,
+                "git_commit": git_commit(),
+            }
+        )
     files: set[str] = set()
     for step in steps:
         files.update(step["outputs"])
@@ -127,11 +128,13 @@ def run_record(
     stages: dict[str, list[dict]] = {}
     for step in steps:
         stages.setdefault(str(step.pop("stage")), []).append(step)
+    if config is None:  # the last stage's own config: the (first) effect file's
+        config = next(iter(stages.get("treatment_effects") or [{}])).get("config")
     record: dict[str, Any] = {
         "record": "results of a pipeline run",
         "created": dt.datetime.now().isoformat(timespec="seconds"),
         "project_dir": str(project),
-        "smoke_test": bool(config.get("smoke_test")),
+        "smoke_test": bool((config or {}).get("smoke_test")),
         "effects_files": [str(p) for p in effects_paths],
         "versions": versions(),
         "config": config,

@@ -144,12 +144,13 @@ def select_files(effects: list[tuple[Path, dict]], filters: Filters) -> list[tup
         ):
             kept.append((path, e))
     if filters.latest:
-        newest: dict[tuple, tuple[str, Path, dict]] = {}
+        newest: dict[tuple, tuple[tuple[str, int], Path, dict]] = {}
         for path, e in kept:
-            stamp, smoke = _kind(path, e)
+            parsed, smoke = parse_name(path), _kind(path, e)[1]
+            when = (parsed[1], parsed[2]) if parsed else ("", 0)  # (stamp, sequence)
             key = (e.get("dataset_name"), e.get("concept"), e.get("score"), smoke)
-            if key not in newest or (stamp or "") >= newest[key][0]:
-                newest[key] = (stamp or "", path, e)
+            if key not in newest or when >= newest[key][0]:
+                newest[key] = (when, path, e)
         chosen = {id(v[2]) for v in newest.values()}
         kept = [(p, e) for p, e in kept if id(e) in chosen]
     return kept

@@ -188,7 +188,7 @@ def test_import_rate_is_light_and_exports_the_api():
         rate.nope  # noqa: B018
 
 
-def test_latest_takes_the_newest_stamp_then_the_highest_sequence(tmp_path):
+def test_latest_takes_the_newest_stamp_then_the_highest_sequence(tmp_path, monkeypatch):
     e = json_safe(rate.compute_effects(FRAME, n_bootstrap=0))
     e.update(dataset_name="toy", concept="c", score="rm")
     for suffix in (
@@ -198,5 +198,6 @@ def test_latest_takes_the_newest_stamp_then_the_highest_sequence(tmp_path):
         "20251231_235959-11",
     ):
         atomic_write_json(tmp_path / "effects" / f"toy_c_rm_treatment_effects_{suffix}.json", e)
-    df = rate.load_effects(project_dir=tmp_path, latest=True, groups=False)
+    monkeypatch.setenv("PROJECT_DIR", str(tmp_path))  # as `rate` finds the project
+    df = rate.load_effects(latest=True, groups=False)
     assert set(df["stamp"]) == {"20260101_120000-10"}

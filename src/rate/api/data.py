@@ -33,6 +33,7 @@ from rate.records import (
     reward_keys,
 )
 from rate.results.table import COLUMNS, Filters, results_rows
+from rate.settings import load_settings
 from rate.store import Layout
 
 SCORE_COLUMNS = tuple(c.replace(" ", "_") for c in COMPLETIONS)  # original, rewrite, ...
@@ -201,10 +202,13 @@ def load_effects(
 ) -> pd.DataFrame:
     """Effect files as one DataFrame, a row per file, group and estimator (the table of
     `rate results`: :data:`rate.results.table.COLUMNS`): ``paths`` (a file, or a list), or
-    every effect file of ``project_dir``'s effects/ (default: PROJECT_DIR), filtered as
+    every effect file of ``project_dir``'s effects/ (default: PROJECT_DIR, from the
+    environment or a .env as `rate` reads it), filtered as
     `rate results` filters (names may be shell patterns)."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
+    if project_dir is None:
+        load_settings()  # PROJECT_DIR as `rate` sees it: the environment, else a .env
     folder = (Layout(Path(project_dir)) if project_dir else Layout.from_env()).effects
     filters = Filters(
         datasets=tuple(datasets),

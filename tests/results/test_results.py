@@ -186,3 +186,26 @@ def test_a_record_for_a_run_that_ended_at_its_effects(project):
     assert str(second) in record["files"] and f"{second}.meta.json" in record["files"]
     assert all(Path(f).is_file() for f in record["files"])
     assert record["smoke_test"] is True and record["config"]["effects"]["score"] == "tinyrlhf_rm"
+
+
+def test_the_api_on_the_scored_file_gives_the_stages_numbers(project):
+    """rate.load_scored -> rate.compute_effects: what treatment_effects wrote, to the bit."""
+    import rate
+
+    e = read_json(project["effects"][0])
+    df = rate.load_scored(e["input"]["file"], reward_key="tinyrlhf_rm")
+    mine = rate.compute_effects(df, n_bootstrap=200, seed=0, level=0.95)
+    for est in ESTIMATORS:
+        assert (
+            mine[est.name] == e[est.name] and mine[f"{est.name}_stderr"] == e[f"{est.name}_stderr"]
+        )
+    intervals = mine["intervals"]
+    assert (
+        intervals["normal"]["ATE_rewritten_rewrite"]
+        == e["intervals"]["normal"]["ATE_rewritten_rewrite"]
+    )
+    assert (
+        list(intervals["bootstrap"]["ATT_rewritten_rewrite"])
+        == (e["intervals"]["bootstrap"]["ATT_rewritten_rewrite"])
+    )
+    assert mine["truth"]["ATE"] == e["truth"]["ATE"]  # the perfect rewrite's column

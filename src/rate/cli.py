@@ -15,6 +15,7 @@ from rate.audit import cli as audit_cli
 from rate.demos import cli as demo_cli
 from rate.errors import RateError
 from rate.io import write_error
+from rate.results import cli as results_cli
 from rate.settings import load_settings, log_to_files, redact, setup_logging
 from rate.slurm import cli as slurm_cli
 from rate.studies import cli as study_cli
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     pipeline_cli.register(sub)
     audit_cli.register(sub)
     demo_cli.register(sub)
+    results_cli.register(sub)
     slurm_cli.register(sub)
     study_cli.register(sub)
     sweep_cli.register(sub)

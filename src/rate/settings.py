@@ -188,6 +188,14 @@ def log_to_files(text: str) -> None:
             handler.write_line(text)
 
 
+def current_log_file() -> str | None:
+    """The log file set up by :func:`setup_logging` (the run's log), or None."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, LogFileHandler):
+            return handler.baseFilename
+    return None
+
+
 def setup_logging(level: str | int = "INFO", log_file: Path | None = None) -> None:
     """Configure the root logger: stderr (and `log_file` if given), secrets redacted.
 

@@ -48,7 +48,7 @@ from rate.io import (
     write_error,
     write_temp,
 )
-from rate.settings import project_dir, redact_record
+from rate.settings import current_log_file, project_dir, redact_record
 
 STAMP_FORMAT = "%Y%m%d_%H%M%S"
 SMOKE_SUFFIX = "_smoke_test"
@@ -94,6 +94,11 @@ class Layout:
     @property
     def logs(self) -> Path:
         return self.root / "logs"
+
+    @property
+    def results(self) -> Path:
+        """The results records of pipeline runs (rate.results.record)."""
+        return self.root / "results"
 
     def folder(self, name: str) -> Path:
         """The data folder a config's ``dataset_folder`` names (``rewrites`` or ``scored``)."""
@@ -152,6 +157,7 @@ def _meta_bytes(path: Path, stage: str, record: dict[str, Any]) -> bytes:
         "created": dt.datetime.now().isoformat(timespec="seconds"),
         "rate_version": __version__,
         "git_commit": git_commit(),
+        "log": current_log_file(),  # the run's log, so a results record can name it
         **redact_record(record),  # no secret, and no user:password in a URL, is ever recorded
     }
     return (json.dumps(meta, indent=2, ensure_ascii=False) + "\n").encode("utf-8")

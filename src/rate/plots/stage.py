@@ -15,7 +15,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from rate.config import Config
+from rate.config import Config, config_record
 from rate.errors import ConfigError, DataFileError
 from rate.io import atomic_write_bytes, atomic_write_text, ensure_dir, read_json
 from rate.plots.figures import (
@@ -27,6 +27,7 @@ from rate.plots.figures import (
 )
 from rate.plots.tables import effects_summary_table, sample_rewrites_table
 from rate.records import read_examples, reward_keys
+from rate.results.record import run_record, write_run_record
 from rate.store import Layout, effects_stem, is_name_part, publish_dir, resolve_input, temp_dir
 
 log = logging.getLogger(__name__)
@@ -155,7 +156,8 @@ def effect_files(config: Config, layout: Layout) -> list[Path]:
 
 
 def plot_stage(config: Config, layout: Layout) -> list[Path]:
-    """Run stage 4 with ``config``; -> the written files.
+    """Run stage 4 with ``config``; -> the written files (and, beside them in
+    PROJECT_DIR/results, the run's results record).
 
     The folder is built aside (a hidden temporary folder) and renamed into place when every
     file is written, as the world builder does: a killed run leaves no half-filled folder."""
@@ -182,4 +184,8 @@ def plot_stage(config: Config, layout: Layout) -> list[Path]:
         out_dir = publish_dir(tmp, layout.plots, stem, config.smoke_test)
     written = [out_dir / p.relative_to(tmp) for p in written]
     log.info("wrote %d figure files to %s", len(written), out_dir)
+    # The plots end a pipeline run: its record names every file the four stages wrote.
+    inputs = [*paths, *([scored] if scored is not None else [])]
+    record = run_record(paths, config_record(config), layout.root, (inputs, written))
+    write_run_record(layout.results, record)
     return written

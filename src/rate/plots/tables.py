@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from rate.effects.estimators import estimator
-from rate.plots.values import interval, num, rm_name, value
+from rate.plots.values import PASSES, interval, num, rm_name, success_rate, value
 from rate.records import COMPLETIONS, INDEX, TEXTS, W
 
 
@@ -55,11 +55,17 @@ def _fmt_interval(pair: tuple[float, float] | None) -> str:
     return "n/a" if pair is None else f"[{pair[0]:.4g}, {pair[1]:.4g}]"
 
 
+def _fmt_share(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.1%}"
+
+
 def effects_summary_table(effects: list[dict], names: Sequence[str] | None = None) -> str:
     """A Markdown table with one line per effect file: counts, naive, single-rewrite and RATE
-    ATE (raw units, RATE's normal interval and its normalised value) and the true ATE."""
+    ATE (raw units, RATE's normal interval and its normalised value), the true ATE, and the
+    share of each pass's rewrites that passed their checks."""
     header = ["dataset", "concept", "RM", "n (W=1 / W=0)", "naive", "single rewrite ATE"]
     header += ["RATE ATE", "RATE ATE interval", "RATE ATE (SDs)", "true ATE", "reward SD"]
+    header += [f"{p} checks passed" for p in PASSES]
     if names is not None:
         header.insert(0, "file")
     naive, single, rate = (estimator(m, "ATE").name for m in ("naive", "single_rewrite", "rate"))
@@ -74,6 +80,7 @@ def effects_summary_table(effects: list[dict], names: Sequence[str] | None = Non
         line += [_fmt_interval(interval(e, rate, "normal", False))]
         line += [_fmt(value(e, rate, True))]
         line += [_fmt((e.get("truth") or {}).get("ATE")), _fmt(e.get("reward_std"))]
+        line += [_fmt_share(success_rate(e, p)) for p in PASSES]
         if names is not None:
             line.insert(0, _cell(names[i], 200))
         body.append(line)

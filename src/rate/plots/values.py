@@ -10,6 +10,10 @@ from statistics import NormalDist
 from typing import Any
 
 from rate.effects.estimators import ESTIMANDS, estimator
+from rate.records import REWRITE, REWRITTEN
+
+# create_dataset's two passes, as an effect file's ``rewrite_checks`` names them.
+PASSES = (REWRITE, REWRITTEN)
 
 
 def num(x: Any) -> float | None:
@@ -60,6 +64,13 @@ def truth(effects: dict, estimand: str, normalized: bool) -> float | None:
     """The true effect the file knows (the tiny world), in the units asked for."""
     raw, by = num((effects.get("truth") or {}).get(estimand)), divisor(effects, normalized)
     return None if raw is None or by is None else raw / by
+
+
+def success_rate(effects: dict, rewrite_pass: str) -> float | None:
+    """The share of one pass's rewrites that passed create_dataset's checks (the file's
+    ``rewrite_checks``), or None where the file has none (made without checks)."""
+    entry = (effects.get("rewrite_checks") or {}).get(rewrite_pass)
+    return num(entry.get("success_rate")) if isinstance(entry, dict) else None
 
 
 def rm_name(effects: dict) -> str:

@@ -1,0 +1,224 @@
+"""Data in, numbers out: a scored file as a DataFrame, the estimators on a DataFrame, arrays or
+lists, and every effect file as one DataFrame.
+
+The column names are the completions' with spaces as underscores: ``w``, ``original``,
+``rewrite``, ``rewritten_rewrite`` (the scores under one reward key) and, where known,
+``perfect_rewrite`` (the tiny world's true counterfactual), so that a DataFrame from
+:func:`load_scored` goes straight into :func:`estimate` and :func:`compute_effects`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rate.effects import stage
+from rate.effects.estimators import Scores
+from rate.effects.estimators import estimate as _estimate
+from rate.errors import ConfigError, DataFileError
+from rate.records import (
+    CHECKS,
+    COMPLETIONS,
+    INDEX,
+    METADATA,
+    PERFECT,
+    PROMPT,
+    TEXTS,
+    W,
+    read_examples,
+    reward_keys,
+)
+from rate.results.table import COLUMNS, Filters, results_rows
+from rate.settings import load_settings
+from rate.store import Layout
+
+SCORE_COLUMNS = tuple(c.replace(" ", "_") for c in COMPLETIONS)  # original, rewrite, ...
+PERFECT_COLUMN = PERFECT.replace(" ", "_")
+
+
+def _column(name: str) -> str:
+    return name.replace(" ", "_")
+
+
+def load_scored(path: str | Path, reward_key: str | None = None) -> pd.DataFrame:
+    """A scored file (or a rewritten dataset, without scores) as a DataFrame, a row per
+    example: ``index``, ``w``, ``prompt``, ``text_<completion>``, ``check_<pass>`` (the rewrite
+    checks' labels), ``metadata.<field>``, and the scores under ``reward_key`` as
+    ``original``, ``rewrite``, ``rewritten_rewrite`` (and ``perfect_rewrite`` where present;
+    NaN where a score is missing). ``reward_key`` may be left out when the file has one."""
+    path = Path(path)
+    rows = read_examples(path)
+    keys = reward_keys(rows)
+    if reward_key is None and len(keys) > 1:
+        raise DataFileError(f"{path}: reward keys {', '.join(keys)}; say which with reward_key=...")
+    if reward_key is not None and reward_key not in keys:
+        raise DataFileError(
+            f"{path}: no scores under reward_key {reward_key!r}; reward keys present: "
+            f"{', '.join(keys) or '(none: score the file first)'}"
+        )
+    key = reward_key or (keys[0] if keys else None)
+    records = []
+    for row in rows:
+        out: dict[str, Any] = {"index": row[INDEX], "w": row[W], "prompt": row[PROMPT]}
+        for name, text in row[TEXTS].items():
+            out[f"text_{_column(name)}"] = text
+        for name, label in (row.get(CHECKS) or {}).items():
+            out[f"check_{_column(name)}"] = label
+        meta = row.get(METADATA)
+        for field, value in meta.items() if isinstance(meta, dict) else ():
+            if not isinstance(value, (dict, list)):
+                out[f"metadata.{field}"] = value
+        scores = row.get(key) if key else None
+        for name in (*COMPLETIONS, PERFECT):
+            v = scores.get(name) if isinstance(scores, dict) else None
+            if name in COMPLETIONS or v is not None:
+                ok = isinstance(v, (int, float)) and not isinstance(v, bool)
+                out[_column(name)] = float(v) if ok else np.nan
+        records.append(out)
+    frame = pd.DataFrame.from_records(records)
+    frame.attrs.update(source=str(path), reward_key=key)
+    return frame
+
+
+def _array(name: str, values: Any, n: int | None) -> np.ndarray:
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name}: expected numbers (a list, an array or a column)") from None
+    if arr.ndim != 1:
+        raise ConfigError(f"{name}: expected one number per example, got shape {arr.shape}")
+    if n is not None and arr.size != n:
+        raise ConfigError(f"{name}: {arr.size} values, but w has {n}; give one per example")
+    return arr
+
+
+def _w(values: Any) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ConfigError("w: expected one true/false (or 1/0) per example")
+    if arr.dtype != bool:
+        try:
+            as_float = arr.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ConfigError("w: expected true/false or 1/0 values") from None
+        if not np.isin(as_float, (0.0, 1.0)).all():
+            raise ConfigError("w: expected true/false or 1/0 values, got others")
+        arr = as_float == 1.0
+    return arr
+
+
+def scores(
+    data: pd.DataFrame | Mapping[str, Any] | None = None,
+    *,
+    w: Any = None,
+    original: Any = None,
+    rewrite: Any = None,
+    rewritten_rewrite: Any = None,
+) -> Scores:
+    """The estimators' input from a DataFrame (or a dict) with the columns ``w``,
+    ``original``, ``rewrite``, ``rewritten_rewrite``, or from those four given as arrays or
+    lists (a keyword given beside ``data`` replaces its column)."""
+    given = {
+        "w": w,
+        "original": original,
+        "rewrite": rewrite,
+        "rewritten_rewrite": rewritten_rewrite,
+    }
+    for name in given:
+        if given[name] is None:
+            if data is None or name not in data:
+                raise ConfigError(
+                    f"{name}: missing; pass a DataFrame with the columns "
+                    f"{', '.join(given)}, or {name}=[...]"
+                )
+            given[name] = data[name]
+    wa = _w(given["w"])
+    arrays = [_array(c, given[c], wa.size) for c in SCORE_COLUMNS]
+    return Scores(wa, *arrays)
+
+
+def estimate(
+    data: pd.DataFrame | Mapping[str, Any] | None = None,
+    *,
+    w: Any = None,
+    original: Any = None,
+    rewrite: Any = None,
+    rewritten_rewrite: Any = None,
+) -> dict[str, float]:
+    """Every estimator (naive, single-rewrite and RATE ATT, ATU, ATE) with its SE, the
+    counts, the reward's SD and the rewrite-effect diagnostics; input as :func:`scores`."""
+    given = {"w": w, "original": original, "rewrite": rewrite}
+    return _estimate(scores(data, **given, rewritten_rewrite=rewritten_rewrite))
+
+
+def compute_effects(
+    data: pd.DataFrame | Mapping[str, Any] | None = None,
+    *,
+    w: Any = None,
+    original: Any = None,
+    rewrite: Any = None,
+    rewritten_rewrite: Any = None,
+    perfect_rewrite: Any = None,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict:
+    """What treatment_effects writes for these scores: every estimate with its SEs, normal
+    and (``n_bootstrap`` > 0) bootstrap percentile intervals at ``level``, the effects
+    normalised by the reward's SD, and, given the true counterfactual's scores
+    (``perfect_rewrite``, or that column of ``data``), the true effects and each estimator's
+    error in SEs. Input as :func:`scores`."""
+    if not 0 < level < 1:
+        raise ConfigError(f"level: {level} is not in (0, 1); give a coverage such as 0.95")
+    if n_bootstrap < 0:
+        raise ConfigError(f"n_bootstrap: {n_bootstrap}; give 0 (no bootstrap) or more")
+    s = scores(data, w=w, original=original, rewrite=rewrite, rewritten_rewrite=rewritten_rewrite)
+    if perfect_rewrite is None and data is not None and PERFECT_COLUMN in data:
+        perfect_rewrite = data[PERFECT_COLUMN]
+    perfect = (
+        None if perfect_rewrite is None else _array("perfect_rewrite", perfect_rewrite, len(s.w))
+    )
+    if perfect is not None and not np.isfinite(perfect).all():
+        perfect = None  # the truth only where every example has it, as the stage does
+    return stage.compute_effects(s, perfect, n_bootstrap, seed, level)
+
+
+def load_effects(
+    paths: Iterable[str | Path] | str | Path | None = None,
+    *,
+    project_dir: str | Path | None = None,
+    datasets: Sequence[str] = (),
+    concepts: Sequence[str] = (),
+    scores: Sequence[str] = (),
+    estimands: Sequence[str] = (),
+    methods: Sequence[str] = (),
+    smoke: bool | None = None,
+    latest: bool = False,
+    groups: bool = True,
+) -> pd.DataFrame:
+    """Effect files as one DataFrame, a row per file, group and estimator (the table of
+    `rate results`: :data:`rate.results.table.COLUMNS`): ``paths`` (a file, or a list), or
+    every effect file of ``project_dir``'s effects/ (default: PROJECT_DIR, from the
+    environment or a .env as `rate` reads it), filtered as
+    `rate results` filters (names may be shell patterns)."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    if project_dir is None:
+        load_settings()  # PROJECT_DIR as `rate` sees it: the environment, else a .env
+    folder = (Layout(Path(project_dir)) if project_dir else Layout.from_env()).effects
+    filters = Filters(
+        datasets=tuple(datasets),
+        concepts=tuple(concepts),
+        scores=tuple(scores),
+        estimands=tuple(estimands),
+        methods=tuple(methods),
+        smoke=smoke,
+        latest=latest,
+        groups=groups,
+    )
+    rows = results_rows(None if paths is None else list(paths), folder, filters)
+    return pd.DataFrame(rows, columns=list(COLUMNS))

@@ -106,7 +106,11 @@ def _agg_figure(width: float, height: float) -> Figure:
 
 
 def _wrap(text: str, chars: int = LABEL_CHARS) -> str:
-    return textwrap.fill(" ".join(text.split()), chars, break_on_hyphens=False)
+    """Lines of at most ``chars`` characters, broken at spaces only: a model id such as
+    ``RLHFlow/ArmoRM-Llama3-8B-v0.1`` stays whole (:func:`_fit` makes room for it)."""
+    return textwrap.fill(
+        " ".join(text.split()), chars, break_long_words=False, break_on_hyphens=False
+    )
 
 
 def _inside(box: Bbox, frame: Bbox, pad: float = 0.5) -> bool:

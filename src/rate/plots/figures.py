@@ -97,6 +97,7 @@ PANEL_WIDTH = 3.4  # inches: one panel's plotting area
 ROW_HEIGHT = 0.55  # inches per row (concept) of a panel
 LABEL_CHARS = 28  # row labels and panel titles wrap at this many characters
 _CHAR_WIDTH = 0.075  # inches per character of 10 pt text, to size the margin for row labels
+LEGEND_WIDTH = 7.5  # inches a one-row legend may widen a narrow figure to, before it wraps
 
 
 def _agg_figure(width: float, height: float) -> Figure:
@@ -131,9 +132,9 @@ def _titles(fig: Figure) -> list[Text]:
 
 
 def _fit(fig: Figure, passes: int = 8) -> Figure:
-    """Make everything fit inside the figure: titles that stick out are wrapped narrower,
-    legends that are too wide get fewer columns, and what still sticks out (a long unbreakable
-    label) widens or heightens the figure. Constrained layout places the panels on each draw."""
+    """Make everything fit inside the figure: titles that stick out are wrapped narrower, and
+    what still sticks out (a legend wider than the panels, a long unbreakable label) widens or
+    heightens the figure. Constrained layout places the panels on each draw."""
     for ax in fig.axes:  # the fonts do not depend on rcParams (a notebook's may be smaller)
         ax.tick_params(labelsize=MIN_FONT)
     for _ in range(passes):
@@ -149,13 +150,9 @@ def _fit(fig: Figure, passes: int = 8) -> Figure:
                 share = min(0.8, 0.9 * frame.width / max(box.width, 1.0))
                 t.set_text(textwrap.fill(" ".join(t.get_text().split()), int(longest * share)))
                 changed = True
-        legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
-        for leg in legends:
-            if leg.get_window_extent(renderer).width > frame.width - 2 and leg._ncols > 1:
-                leg.set_ncols(max(1, math.ceil(leg._ncols / 2)))
-                changed = True
         if changed:
             continue
+        legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
         boxes = [a.get_tightbbox(renderer) for a in fig.axes]
         boxes += [leg.get_window_extent(renderer) for leg in legends]
         boxes += [t.get_window_extent(renderer) for t in _titles(fig)]
@@ -248,8 +245,24 @@ def _legend(fig: Figure, series: Sequence[str], bootstrap: bool, truth: bool) ->
         handles.append(Line2D([], [], color="0.5", lw=7, alpha=0.25, label="bootstrap interval"))
     if truth:
         handles.append(Line2D([], [], color="black", ls="--", label=STYLE["truth"][2]))
-    # As many columns as fit: _fit halves them while the legend is wider than the figure.
-    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=MIN_FONT)
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncols=_legend_columns([h.get_label() for h in handles], fig.get_figwidth()),
+        fontsize=MIN_FONT,
+    )
+
+
+def _legend_columns(labels: Sequence[str], width: float) -> int:
+    """The most legend columns whose estimated width fits in the figure, or in LEGEND_WIDTH
+    inches where the figure is narrower (:func:`_fit` then widens it to the legend)."""
+    room = max(width, LEGEND_WIDTH) - 0.3
+    entries = [0.55 + 0.058 * len(label) for label in labels]  # inches: handle, gap, 9 pt text
+    for ncols in range(len(labels), 1, -1):
+        columns = [max(entries[i::ncols]) for i in range(ncols)]
+        if sum(columns) <= room:
+            return ncols
+    return 1
 
 
 # ---------------------------------------------------------------------------------------------

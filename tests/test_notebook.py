@@ -218,3 +218,22 @@ def test_notebook_recomputes_effects_from_a_config_plotting_file(
     # The smoke-test effect files are still there, and one more rewrite-bias figure.
     images = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(images) == 6
+
+
+def test_notebook_selects_effect_files_by_concept_and_pattern(project, kernel_env, monkeypatch):
+    """The first cell's parameters (here from the environment) choose the files shown."""
+    names = {p.name.split("_")[2]: p.name for p in (project / "effects").glob("*_smoke_test.json")}
+    assert sorted(names) == ["length", "pa"]
+    for setting, value, shown in (
+        ("RATE_NOTEBOOK_CONCEPT", "length", "length"),
+        ("RATE_NOTEBOOK_PATTERN", "*_pa_pa_*.json", "pa"),
+    ):
+        monkeypatch.delenv("RATE_NOTEBOOK_CONCEPT", raising=False)
+        monkeypatch.setenv(setting, value)
+        outputs = _run(project, monkeypatch)
+        assert [o for o in outputs if o["output_type"] == "error"] == []
+        text = _text(outputs)
+        assert names[shown] in text
+        assert all(name not in text for key, name in names.items() if key != shown)
+        # 2 effects figures, 1 rewrite-bias figure and the score distributions.
+        assert len([o for o in outputs if "image/png" in o.get("data", {})]) == 4

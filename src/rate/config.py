@@ -198,8 +198,9 @@ class PlotsConfig:
     """Stage 4, plots."""
 
     effects_files: list[str] = opt(
-        help="effect files to draw: names in effects/, or 'latest' (the newest of the effects "
-        "section's dataset, concept and score)",
+        help="effect files to draw: names in effects/, glob patterns relative to effects/ (e.g. "
+        "'*_pa_*.json'; the files of the run kind, never outside PROJECT_DIR), or 'latest' (the "
+        "newest of the effects section's dataset, concept and score)",
         factory=lambda: ["latest"],
     )
     formats: list[str] = opt(help="figure formats: png, pdf, svg", factory=lambda: ["png"])

@@ -261,7 +261,9 @@ def parse_name(path: Path) -> tuple[str, str, int, bool] | None:
     return stem, m["stamp"], seq, smoke
 
 
-def find_latest(folder: Path, stem: str | StemSet, ext: str, smoke: bool) -> Path:
+def find_latest(
+    folder: Path, stem: str | StemSet, ext: str, smoke: bool, key: str = "dataset_filename"
+) -> Path:
     """The newest ``<stem>_<stamp>[-N][_smoke_test]<ext>`` in ``folder`` of the run kind asked
     for; the whole stem must match (``ds`` is not ``ds_v2``): ``stem`` is the stem itself or
     a test of whole stems (:class:`StemSet`). Hidden files (a write in progress) are never
@@ -280,26 +282,34 @@ def find_latest(folder: Path, stem: str | StemSet, ext: str, smoke: bool) -> Pat
     if not candidates:
         kind = "smoke-test" if smoke else "full (non-smoke)"
         raise ConfigError(
-            f"dataset_filename 'latest': no {kind} file {wanted} in "
+            f"{key} 'latest': no {kind} file {wanted} in "
             f"{folder}; run the previous stage first, or name the file explicitly"
         )
     return max(candidates)[2]
 
 
-def resolve_input(folder: Path, filename: str, stem: str | StemSet, ext: str, smoke: bool) -> Path:
-    """``latest`` or a file name (relative to ``folder``, or absolute) -> an existing file."""
+def resolve_input(
+    folder: Path,
+    filename: str,
+    stem: str | StemSet,
+    ext: str,
+    smoke: bool,
+    key: str = "dataset_filename",
+) -> Path:
+    """``latest`` or a file name (relative to ``folder``, or absolute) -> an existing file;
+    errors name the config key ``key`` that gave the name."""
     if filename == "latest":
-        return find_latest(folder, stem, ext, smoke)
+        return find_latest(folder, stem, ext, smoke, key)
     path = Path(filename).expanduser()
     path = path if path.is_absolute() else folder / path
     if path.is_dir():
         raise ConfigError(
-            f"dataset_filename {filename!r}: {path} is a folder, not a file; name a file in it "
+            f"{key} {filename!r}: {path} is a folder, not a file; name a file in it "
             f"(a {ext} file), or use 'latest'"
         )
     if not path.is_file():
         raise ConfigError(
-            f"dataset_filename {filename!r}: no such file {path}; check the name, or use 'latest'"
+            f"{key} {filename!r}: no such file {path}; check the name, or use 'latest'"
         )
     return path
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import re
+import struct
 
+import matplotlib
 import numpy as np
 import pytest
 
@@ -13,7 +15,9 @@ from rate.effects.stage import clean, compute_effects
 from rate.errors import ConfigError, DataFileError
 from rate.io import atomic_write_json, read_json, write_jsonl
 from rate.plots.figures import (
+    DPI,
     effects_figure,
+    figure_bytes,
     rewrite_bias_figure,
     score_distribution_figure,
     sweep_figure,
@@ -107,17 +111,19 @@ def test_effects_figure_normalised_points_intervals_and_truth(with_truth, only_w
     ax = _ax(fig, "rmA")
     std = with_truth["reward_std"]
     norm = with_truth["normalized"]
-    rate, naive = _line(ax, "rate@length"), _line(ax, "naive@length")
+    rate, naive = _line(ax, "rate@length · toy"), _line(ax, "naive@length · toy")
     assert rate.get_xdata()[0] == pytest.approx(norm["ATE_rewritten_rewrite"], rel=1e-12)
     assert naive.get_xdata()[0] == pytest.approx(norm["naive_effect"], rel=1e-12)
     lo, hi = with_truth["intervals"]["normal"]["ATE_rewritten_rewrite"]
-    assert list(_line(ax, "rate/normal@length").get_xdata()) == pytest.approx([lo / std, hi / std])
+    assert list(_line(ax, "rate/normal@length · toy").get_xdata()) == pytest.approx(
+        [lo / std, hi / std]
+    )
     blo, bhi = with_truth["intervals"]["bootstrap"]["naive_effect"]
-    assert list(_line(ax, "naive/bootstrap@length").get_xdata()) == pytest.approx(
+    assert list(_line(ax, "naive/bootstrap@length · toy").get_xdata()) == pytest.approx(
         [blo / std, bhi / std]
     )
     # The truth is marked at the true ATE, across the row that holds both estimates.
-    truth = _line(ax, "truth@length")
+    truth = _line(ax, "truth@length · toy")
     assert list(truth.get_xdata()) == pytest.approx([with_truth["truth_normalized"]["ATE"]] * 2)
     ys = truth.get_ydata()
     assert min(ys) < rate.get_ydata()[0] < naive.get_ydata()[0] < max(ys)
@@ -128,10 +134,10 @@ def test_effects_figure_normalised_points_intervals_and_truth(with_truth, only_w
 def test_effects_figure_raw_units(with_truth):
     fig = effects_figure([with_truth], normalized=False)
     ax = _ax(fig, "rmA")
-    assert _line(ax, "rate@length").get_xdata()[0] == with_truth["ATE_rewritten_rewrite"]
+    assert _line(ax, "rate@length · toy").get_xdata()[0] == with_truth["ATE_rewritten_rewrite"]
     lo, hi = with_truth["intervals"]["normal"]["naive_effect"]
-    assert list(_line(ax, "naive/normal@length").get_xdata()) == [lo, hi]
-    assert list(_line(ax, "truth@length").get_xdata()) == [with_truth["truth"]["ATE"]] * 2
+    assert list(_line(ax, "naive/normal@length · toy").get_xdata()) == [lo, hi]
+    assert list(_line(ax, "truth@length · toy").get_xdata()) == [with_truth["truth"]["ATE"]] * 2
     assert "Raw" in fig.get_suptitle() and "raw" in ax.get_xlabel()
 
 
@@ -139,9 +145,9 @@ def test_effects_figure_skips_nulls_and_falls_back_to_att(only_w1):
     assert only_w1["naive_effect"] is None and only_w1["ATE_rewritten_rewrite"] is None
     fig = effects_figure([only_w1])
     ax = _ax(fig, "rmB")
-    assert "naive@harm" not in _gids(ax)
-    assert "truth@harm" not in _gids(ax)
-    assert _line(ax, "rate@harm").get_xdata()[0] == pytest.approx(
+    assert "naive@harm · toy" not in _gids(ax)
+    assert "truth@harm · toy" not in _gids(ax)
+    assert _line(ax, "rate@harm · toy").get_xdata()[0] == pytest.approx(
         only_w1["normalized"]["ATT_rewritten_rewrite"], rel=1e-12
     )
     assert "ATT only" in _texts(fig)
@@ -194,18 +200,26 @@ def test_rewrite_bias_figure_with_one_w_value(only_w1):
 
 
 def test_score_distribution_counts_and_means():
+    """One panel per completion and W value, so that no histogram hides another."""
     rows = _rows()
     fig = score_distribution_figure(rows, "rmA_id")
     n1 = sum(r["w_original"] for r in rows)
-    for title, w, n in (("W = 1", True, n1), ("W = 0", False, len(rows) - n1)):
-        ax = _ax(fig, title)
-        stairs = {p.get_gid(): p for p in ax.patches}
-        assert set(stairs) == {"original", "rewrite", "rewritten rewrite"}
-        for name, patch in stairs.items():
-            counts = patch.get_data().values
-            assert counts.sum() == n, name
-        mean = np.mean([r["rmA_id"]["rewritten rewrite"] for r in rows if r["w_original"] is w])
-        assert _line(ax, "mean/rewritten rewrite").get_xdata()[0] == pytest.approx(mean)
+    completions = ("original", "rewrite", "rewritten rewrite")
+    assert sorted(ax.get_gid() for ax in fig.axes) == sorted(
+        f"W={w}/{c}" for w in (0, 1) for c in completions
+    )
+    assert [fig.axes[0].get_title(), fig.axes[1].get_title()] == [
+        f"W = 1 (n = {n1})",
+        f"W = 0 (n = {len(rows) - n1})",
+    ]
+    for w, n in ((True, n1), (False, len(rows) - n1)):
+        for c in completions:
+            (ax,) = [a for a in fig.axes if a.get_gid() == f"W={int(w)}/{c}"]
+            (patch,) = ax.patches
+            assert patch.get_gid() == c and patch.get_data().values.sum() == n
+            mean = np.mean([r["rmA_id"][c] for r in rows if r["w_original"] is w])
+            assert _line(ax, f"mean/{c}").get_xdata()[0] == pytest.approx(mean)
+            assert f"mean {mean:.3g}" in [t.get_text() for t in ax.texts]
 
 
 def test_score_distribution_unknown_reward_key_names_the_present_ones():
@@ -250,6 +264,114 @@ def test_sweep_figure_rejects_a_series_of_the_wrong_length():
         sweep_figure(bad)
     with pytest.raises(DataFileError, match="levels"):
         sweep_figure({"experiment": "x"})
+
+
+# ---------------------------------------------------------------------------------------------
+# Layout: nothing clipped, fonts readable at the saved size, at every size
+
+
+def _drawn_texts(fig) -> list:
+    """Every text the figure draws: figure titles, panel titles, axis labels, tick labels in
+    view, annotations and legend entries."""
+    texts = list(fig.texts)
+    for leg in fig.legends:
+        texts += leg.get_texts()
+    for ax in fig.axes:
+        texts += [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label]
+        texts += ax.texts
+        if ax.get_legend():
+            texts += ax.get_legend().get_texts()
+        for axis in (ax.xaxis, ax.yaxis):
+            lo, hi = sorted(axis.get_view_interval())
+            span = (hi - lo) * 1e-9
+            locs = axis.get_majorticklocs()
+            for loc, tick in zip(locs, axis.get_major_ticks(len(locs)), strict=True):
+                if lo - span <= loc <= hi + span:
+                    texts.append(tick.label1)  # label2 is off on these axes
+    return [t for t in texts if t.get_visible() and t.get_text().strip()]
+
+
+def _assert_fits(fig) -> None:
+    """Every drawn text lies inside the figure and is at least 9 pt; the saved PNG has the
+    figure's own size (nothing cropped or scaled when saved)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    frame = fig.bbox
+    texts = _drawn_texts(fig)
+    assert texts
+    for t in texts:
+        box = t.get_window_extent(renderer)
+        inside = box.x0 >= frame.x0 - 0.5 and box.x1 <= frame.x1 + 0.5
+        inside = inside and box.y0 >= frame.y0 - 0.5 and box.y1 <= frame.y1 + 0.5
+        assert inside, f"{t.get_text()!r} at {box.bounds} is outside {frame.bounds}"
+        assert t.get_fontsize() >= 9, f"{t.get_text()!r} is {t.get_fontsize()} pt"
+    for leg in fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]:
+        box = leg.get_window_extent(renderer)
+        assert box.x0 >= -0.5 and box.x1 <= frame.x1 + 0.5, "legend sticks out"
+    png = figure_bytes(fig, "png")
+    width, height = struct.unpack(">II", png[16:24])
+    expected = fig.get_size_inches() * DPI
+    assert abs(width - expected[0]) <= 1 and abs(height - expected[1]) <= 1
+
+
+def test_one_concept_one_model_fits(with_truth):
+    """The smoke default: one file. Its title and 4-entry legend were cut at both edges."""
+    for normalized in (True, False):
+        fig = effects_figure([with_truth], normalized=normalized)
+        _assert_fits(fig)
+        # The title is all there (wrapped), and the legend has every entry.
+        assert " ".join(fig.get_suptitle().split()).endswith("naive vs RATE, 95% intervals")
+        (legend,) = fig.legends
+        labels = [t.get_text() for t in legend.get_texts()]
+        assert labels == ["naive", "RATE (rewrite of rewrite)", "bootstrap interval", "true effect"]
+        (ax,) = fig.axes
+        assert [t.get_text() for t in ax.get_yticklabels()] == ["length · toy"]
+
+
+def test_long_names_fit(with_truth):
+    e = dict(with_truth, concept="a rather long concept name", dataset_name="dataset_" * 6)
+    e["score"] = "RLHFlow/ArmoRM-Llama3-8B-v0.1-with-a-long-suffix"
+    _assert_fits(effects_figure([e]))
+    _assert_fits(rewrite_bias_figure(e))
+
+
+def test_twenty_panels_fit_with_no_empty_cells(with_truth):
+    """20 reward models wrap onto rows of panels; each panel has a row only for the files it
+    has, and every row label has the same form."""
+    files = []
+    for i in range(20):
+        for concept in ("length", "sentiment", "harm")[: 1 + i % 3]:
+            files.append(dict(with_truth, concept=concept, score=f"reward model {i:02d}"))
+    fig = effects_figure(files)
+    _assert_fits(fig)
+    assert len(fig.axes) == 20  # no empty panels
+    assert max(ax.get_subplotspec().colspan.stop for ax in fig.axes) == 4
+    for i, ax in enumerate(fig.axes):
+        rows = [t.get_text() for t in ax.get_yticklabels()]
+        assert rows == [f"{c} · toy" for c in ("length", "sentiment", "harm")[: 1 + i % 3]]
+        assert {g.split("@")[1] for g in _gids(ax)} == set(rows)  # every row drawn
+
+
+def test_row_labels_have_one_form(with_truth, only_w1):
+    """A concept from one dataset beside one from two: every label says concept · dataset."""
+    other = dict(with_truth, dataset_name="imdb")
+    fig = effects_figure([with_truth, other, only_w1])
+    labels = {t.get_text() for ax in fig.axes for t in ax.get_yticklabels() if t.get_text()}
+    assert labels == {"length · toy", "length · imdb", "harm · toy"}
+    _assert_fits(fig)
+
+
+def test_every_figure_fits_even_with_small_default_fonts(with_truth, only_w1):
+    """A notebook's rcParams may shrink the default font: the figures set their own."""
+    with matplotlib.rc_context({"font.size": 6, "legend.fontsize": 6}):
+        figures = [
+            effects_figure([with_truth, only_w1]),
+            rewrite_bias_figure(only_w1),
+            score_distribution_figure(_rows(), "rmA_id"),
+            sweep_figure(SWEEP),
+        ]
+    for fig in figures:
+        _assert_fits(fig)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -38,13 +38,18 @@ from __future__ import annotations
 
 import logging
 import math
+import textwrap
 from collections.abc import Sequence
+from io import BytesIO
 
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.text import Text
+from matplotlib.transforms import Bbox
 
 from rate.effects.estimators import ESTIMANDS, estimator
 from rate.errors import DataFileError
@@ -54,6 +59,7 @@ from rate.plots.values import (
     num,
     rate_key,
     rm_name,
+    row_label,
     row_labels,
     truth,
     units,
@@ -80,13 +86,98 @@ COMPLETION_COLOURS = {
 DPI = 150
 
 # ---------------------------------------------------------------------------------------------
-# Drawing helpers
+# Sizes and layout
+
+# Points, at the saved size (figures are saved at their own size, fonts are never scaled).
+MIN_FONT = 9.0
+TITLE_FONT = 12.0
+PANEL_FONT = 10.0
+MAX_COLUMNS = 4  # panels per row of the effects figure; more reward models wrap to more rows
+PANEL_WIDTH = 3.4  # inches: one panel's plotting area
+ROW_HEIGHT = 0.55  # inches per row (concept) of a panel
+LABEL_CHARS = 28  # row labels and panel titles wrap at this many characters
+_CHAR_WIDTH = 0.075  # inches per character of 10 pt text, to size the margin for row labels
+LEGEND_WIDTH = 7.5  # inches a one-row legend may widen a narrow figure to, before it wraps
 
 
 def _agg_figure(width: float, height: float) -> Figure:
     fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)
     return fig
+
+
+def _wrap(text: str, chars: int = LABEL_CHARS) -> str:
+    """Lines of at most ``chars`` characters, broken at spaces only: a model id such as
+    ``RLHFlow/ArmoRM-Llama3-8B-v0.1`` stays whole (:func:`_fit` makes room for it)."""
+    return textwrap.fill(
+        " ".join(text.split()), chars, break_long_words=False, break_on_hyphens=False
+    )
+
+
+def _inside(box: Bbox, frame: Bbox, pad: float = 0.5) -> bool:
+    return (
+        box.x0 >= frame.x0 - pad
+        and box.x1 <= frame.x1 + pad
+        and box.y0 >= frame.y0 - pad
+        and box.y1 <= frame.y1 + pad
+    )
+
+
+def _titles(fig: Figure) -> list[Text]:
+    """The figure's and the panels' titles: the texts that may be re-wrapped to fit."""
+    out = [t for t in fig.texts if t.get_text()]  # the suptitle and supylabel among them
+    for ax in fig.axes:
+        out += [t for t in (ax.title, ax._left_title, ax._right_title) if t.get_text()]
+    return out
+
+
+def _fit(fig: Figure, passes: int = 8) -> Figure:
+    """Make everything fit inside the figure: titles that stick out are wrapped narrower, and
+    what still sticks out (a legend wider than the panels, a long unbreakable label) widens or
+    heightens the figure. Constrained layout places the panels on each draw."""
+    for ax in fig.axes:  # the fonts do not depend on rcParams (a notebook's may be smaller)
+        ax.tick_params(labelsize=MIN_FONT)
+    for _ in range(passes):
+        fig.draw_without_rendering()  # lays out and measures; paints nothing
+        renderer = fig.canvas.get_renderer()
+        frame = fig.bbox
+        changed = False
+        for t in _titles(fig):
+            box = t.get_window_extent(renderer)
+            longest = max(len(line) for line in t.get_text().split("\n"))
+            if not _inside(box, frame) and longest > 16:
+                # As many characters a line as the figure's width holds, and some to spare.
+                share = min(0.8, 0.9 * frame.width / max(box.width, 1.0))
+                t.set_text(textwrap.fill(" ".join(t.get_text().split()), int(longest * share)))
+                changed = True
+        if changed:
+            continue
+        legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+        boxes = [a.get_tightbbox(renderer) for a in fig.axes]
+        boxes += [leg.get_window_extent(renderer) for leg in legends]
+        boxes += [t.get_window_extent(renderer) for t in _titles(fig)]
+        union = Bbox.union([b for b in boxes if b is not None])
+        if _inside(union, frame):
+            return fig
+        dpi = fig.dpi
+        grow_w = max(0.0, frame.x0 - union.x0) + max(0.0, union.x1 - frame.x1)
+        grow_h = max(0.0, frame.y0 - union.y0) + max(0.0, union.y1 - frame.y1)
+        w, h = fig.get_size_inches()
+        fig.set_size_inches(w + grow_w / dpi + 0.1, h + grow_h / dpi + 0.1)
+    log.warning("figure %r: some text may not fit", fig.get_suptitle() or "")
+    return fig
+
+
+def figure_bytes(fig: Figure, fmt: str) -> bytes:
+    """The figure rendered in one format, at its own size (:func:`_fit` made everything fit,
+    so no tight box is needed: it would cost a second layout and change the size)."""
+    buf = BytesIO()
+    fig.savefig(buf, format=fmt, dpi=DPI)
+    return buf.getvalue()
+
+
+# ---------------------------------------------------------------------------------------------
+# Drawing helpers
 
 
 def _draw_estimate(
@@ -139,7 +230,7 @@ def _not_estimable(ax: Axes, y: float, what: str) -> None:
         transform=ax.get_yaxis_transform(),
         ha="center",
         va="center",
-        fontsize=8,
+        fontsize=MIN_FONT,
         color="0.4",
         style="italic",
     )
@@ -154,16 +245,39 @@ def _legend(fig: Figure, series: Sequence[str], bootstrap: bool, truth: bool) ->
         handles.append(Line2D([], [], color="0.5", lw=7, alpha=0.25, label="bootstrap interval"))
     if truth:
         handles.append(Line2D([], [], color="black", ls="--", label=STYLE["truth"][2]))
-    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8)
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncols=_legend_columns([h.get_label() for h in handles], fig.get_figwidth()),
+        fontsize=MIN_FONT,
+    )
+
+
+def _legend_columns(labels: Sequence[str], width: float) -> int:
+    """The most legend columns whose estimated width fits in the figure, or in LEGEND_WIDTH
+    inches where the figure is narrower (:func:`_fit` then widens it to the legend)."""
+    room = max(width, LEGEND_WIDTH) - 0.3
+    entries = [0.55 + 0.058 * len(label) for label in labels]  # inches: handle, gap, 9 pt text
+    for ncols in range(len(labels), 1, -1):
+        columns = [max(entries[i::ncols]) for i in range(ncols)]
+        if sum(columns) <= room:
+            return ncols
+    return 1
 
 
 # ---------------------------------------------------------------------------------------------
 # The figures
 
 
-def effects_figure(effects: list[dict], normalized: bool = True) -> Figure:
-    """Naive vs RATE effect with intervals: one row per concept, one panel per reward model,
-    the true effect marked where the file knows it."""
+def effects_figure(
+    effects: list[dict], normalized: bool = True, title: str | None = None
+) -> Figure:
+    """Naive vs RATE effect with intervals: one row per concept (and dataset), one panel per
+    reward model, the true effect marked where the file knows it.
+
+    Panels wrap onto rows of at most MAX_COLUMNS; a panel has a row only for the files it has
+    (no empty cells), and every panel is labelled unless all have the same rows. The figure is
+    sized from its content, and titles and legend are fitted inside it (:func:`_fit`)."""
     if not effects:
         raise ValueError("effects_figure: no effect files given")
     labels = row_labels(effects)
@@ -174,52 +288,63 @@ def effects_figure(effects: list[dict], normalized: bool = True) -> Figure:
         if (label, rm_name(e)) in cells:
             log.warning("two effect files for %s and %s: drawing the later one", label, rm_name(e))
         cells[(label, rm_name(e))] = e
-    fig = _agg_figure(3.6 * len(rms) + 1.2, 0.75 * len(rows) + 1.8)
-    axes = fig.subplots(1, len(rms), sharey=True, squeeze=False)[0]
-    ys = {row: -i for i, row in enumerate(rows)}  # first row at the top
-    for ax, rm in zip(axes, rms, strict=True):
-        ax.axvline(0, color="0.85", lw=1, zorder=0)
-        for row in rows:
-            e = cells.get((row, rm))
-            if e is None:
-                continue
-            y = ys[row]
-            naive_key = estimator("naive", "ATE").name
-            naive = _draw_estimate(ax, e, naive_key, y + 0.15, "naive", row, normalized)
-            key, estimand = rate_key(e)
-            rate = _draw_estimate(ax, e, key, y - 0.15, "rate", row, normalized)
-            if rate is not None and estimand != "ATE":
-                ax.annotate(
-                    f"RATE {estimand} only",
-                    (rate, y - 0.15),
-                    xytext=(0, -10),
-                    textcoords="offset points",
-                    ha="center",
-                    fontsize=7,
-                    color=STYLE["rate"][0],
-                )
-            if naive is None and rate is None:
-                _not_estimable(ax, y, "effect")
-            _draw_truth(ax, truth(e, estimand, normalized), y, 0.35, row)
-        ax.set_title(rm, fontsize=10)
-        ax.set_xlabel(f"effect ({units(normalized)})", fontsize=9)
-        ax.set_yticks(list(ys.values()), list(ys))
-        ax.set_ylim(-len(rows) + 0.5, 0.5)
+    panel_rows = {rm: [r for r in rows if (r, rm) in cells] for rm in rms}
+    shared = len({tuple(r) for r in panel_rows.values()}) == 1
+    ncols = min(len(rms), MAX_COLUMNS)
+    grid = [rms[i : i + ncols] for i in range(0, len(rms), ncols)]
+    heights = [max(len(panel_rows[rm]) for rm in line) for line in grid]
+    label_width = _CHAR_WIDTH * max(len(s) for r in rows for s in _wrap(r).split("\n")) + 0.3
+    width = ncols * PANEL_WIDTH + (label_width if shared else ncols * label_width) + 0.3
+    height = sum(ROW_HEIGHT * h + 1.15 for h in heights) + 1.3
+    fig = _agg_figure(width, height)
+    spec = fig.add_gridspec(len(grid), ncols, height_ratios=[h + 1.6 for h in heights])
+    naive_key = estimator("naive", "ATE").name
+    for i, line in enumerate(grid):
+        for j, rm in enumerate(line):
+            ax = fig.add_subplot(spec[i, j])
+            ax.axvline(0, color="0.85", lw=1, zorder=0)
+            ys = {row: -k for k, row in enumerate(panel_rows[rm])}  # first row at the top
+            for row, y in ys.items():
+                e = cells[(row, rm)]
+                naive = _draw_estimate(ax, e, naive_key, y + 0.15, "naive", row, normalized)
+                key, estimand = rate_key(e)
+                rate = _draw_estimate(ax, e, key, y - 0.15, "rate", row, normalized)
+                if rate is not None and estimand != "ATE":
+                    ax.annotate(
+                        f"RATE {estimand} only",
+                        (rate, y - 0.15),
+                        xytext=(0, -11),
+                        textcoords="offset points",
+                        ha="center",
+                        fontsize=MIN_FONT,
+                        color=STYLE["rate"][0],
+                    )
+                if naive is None and rate is None:
+                    _not_estimable(ax, y, "effect")
+                _draw_truth(ax, truth(e, estimand, normalized), y, 0.35, row)
+            ax.set_title(_wrap(rm), fontsize=PANEL_FONT)
+            ax.set_xlabel(f"effect ({units(normalized)})", fontsize=PANEL_FONT)
+            labelled = not shared or j == 0
+            ax.set_yticks(list(ys.values()), [_wrap(r) for r in ys] if labelled else [])
+            ax.set_ylim(-heights[i] + 0.5, 0.5)
     kind = "Normalised" if normalized else "Raw"
-    fig.suptitle(f"{kind} effect of W on the reward: naive vs RATE, {level_text(effects)}")
+    fig.suptitle(
+        title or f"{kind} effect of W on the reward: naive vs RATE, {level_text(effects)}",
+        fontsize=TITLE_FONT,
+    )
     _legend(
         fig,
         ["naive", "rate"],
         bootstrap=any("bootstrap" in (e.get("intervals") or {}) for e in effects),
         truth=any(e.get("truth") for e in effects),
     )
-    return fig
+    return _fit(fig)
 
 
 def rewrite_bias_figure(effects: dict, normalized: bool = True) -> Figure:
     """ATE, ATT and ATU of one effect file: RATE vs the single rewrite, with intervals and the
     truth where known (the gap between the two is the bias the rewrite itself adds)."""
-    fig = _agg_figure(6.0, 3.4)
+    fig = _agg_figure(6.4, 3.6)
     ax = fig.subplots()
     ax.axvline(0, color="0.85", lw=1, zorder=0)
     for i, estimand in enumerate(ESTIMANDS):
@@ -235,12 +360,11 @@ def rewrite_bias_figure(effects: dict, normalized: bool = True) -> Figure:
         _draw_truth(ax, truth(effects, estimand, normalized), y, 0.35, estimand)
     ax.set_yticks([0, -1, -2], list(ESTIMANDS))
     ax.set_ylim(-2.5, 0.5)
-    ax.set_xlabel(f"effect ({units(normalized)})", fontsize=9)
-    what = " / ".join(str(effects.get(k)) for k in ("dataset_name", "concept") if effects.get(k))
+    ax.set_xlabel(f"effect ({units(normalized)})", fontsize=PANEL_FONT)
     kind = "normalised" if normalized else "raw"
     ax.set_title(
-        f"Rewrite bias, {what or 'effects'} ({rm_name(effects)}): {kind}, {level_text([effects])}",
-        fontsize=9,
+        f"Rewrite bias, {row_label(effects)}, {rm_name(effects)}: {kind}, {level_text([effects])}",
+        fontsize=PANEL_FONT,
     )
     _legend(
         fig,
@@ -248,12 +372,14 @@ def rewrite_bias_figure(effects: dict, normalized: bool = True) -> Figure:
         bootstrap="bootstrap" in (effects.get("intervals") or {}),
         truth=bool(effects.get("truth")),
     )
-    return fig
+    return _fit(fig)
 
 
 def score_distribution_figure(rows: list[dict], reward_key: str) -> Figure:
     """Histograms of the scores of the originals, rewrites and rewrites of rewrites (and the
-    true counterfactuals, where known), one panel per W value; dotted lines mark the means."""
+    true counterfactuals, where known): one small panel per completion (rows) and W value
+    (columns), on one score axis, so that no histogram hides another; a dotted line marks
+    each mean. Axes carry the gid ``"W=<w>/<completion>"``."""
     present = reward_keys(rows)
     if reward_key not in present:
         raise DataFileError(
@@ -264,31 +390,33 @@ def score_distribution_figure(rows: list[dict], reward_key: str) -> Figure:
     completions = [c for c in COMPLETIONS if any(data[(w, c)].size for w in (True, False))]
     every = np.concatenate([data[(w, c)] for w in (True, False) for c in completions])
     edges = np.histogram_bin_edges(every, bins=int(np.clip(np.sqrt(every.size), 5, 40)))
-    fig = _agg_figure(9.0, 3.4)
-    axes = fig.subplots(1, 2, sharex=True)
-    for ax, w in zip(axes, (True, False), strict=True):
+    fig = _agg_figure(9.0, 1.2 * len(completions) + 1.3)
+    axes = fig.subplots(len(completions), 2, sharex=True, squeeze=False)
+    for j, w in enumerate((True, False)):
         n = sum(1 for r in rows if r.get(W) is w)
-        ax.set_title(f"W = {int(w)} (n = {n})", fontsize=10)
-        ax.set_xlabel(f"score ({reward_key})", fontsize=9)
-        drawn = False
-        for c in completions:
-            vals = data[(w, c)]
+        axes[0, j].set_title(f"W = {int(w)} (n = {n})", fontsize=PANEL_FONT)
+        axes[-1, j].set_xlabel(f"score ({reward_key})", fontsize=PANEL_FONT)
+        for i, c in enumerate(completions):
+            ax, vals, colour = axes[i, j], data[(w, c)], COMPLETION_COLOURS[c]
+            ax.set_gid(f"W={int(w)}/{c}")
+            if j == 0:
+                ax.set_ylabel(_wrap(c, 12), fontsize=PANEL_FONT)
             if not vals.size:
+                ax.text(0.5, 0.5, f"no {c} scores with W = {int(w)}", transform=ax.transAxes,
+                        ha="center", va="center", fontsize=MIN_FONT, color="0.4")  # fmt: skip
                 continue
-            colour = COMPLETION_COLOURS[c]
             counts, _ = np.histogram(vals, bins=edges)
-            ax.stairs(
-                counts, edges, color=colour, lw=1.5, label=f"{c} (mean {vals.mean():.3g})", gid=c
-            )
-            ax.axvline(vals.mean(), color=colour, ls=":", lw=1, gid=f"mean/{c}")
-            drawn = True
-        if drawn:
-            ax.legend(fontsize=7)
-        else:
-            ax.text(0.5, 0.5, f"no examples with W = {int(w)}", transform=ax.transAxes, ha="center")
-    axes[0].set_ylabel("examples")
-    fig.suptitle("Scores of originals vs rewrites and rewrites of rewrites, by W")
-    return fig
+            ax.stairs(counts, edges, fill=True, facecolor=to_rgba(colour, 0.3),
+                      edgecolor=colour, lw=1.2, gid=c)  # fmt: skip
+            ax.axvline(vals.mean(), color=colour, ls=":", lw=1.5, gid=f"mean/{c}")
+            ax.text(0.99, 0.92, f"mean {vals.mean():.3g}", transform=ax.transAxes, ha="right",
+                    va="top", fontsize=MIN_FONT, color=colour)  # fmt: skip
+            ax.set_ylim(0, max(1, counts.max()) * 1.3)  # room for the mean's label
+    fig.supylabel("examples", fontsize=PANEL_FONT)
+    fig.suptitle(
+        "Scores of originals vs rewrites and rewrites of rewrites, by W", fontsize=TITLE_FONT
+    )
+    return _fit(fig)
 
 
 def _sweep_array(sweep: dict, name: str, field: str, n: int) -> np.ndarray | None:
@@ -342,8 +470,8 @@ def sweep_figure(sweep: dict) -> Figure:
             ax.fill_between(
                 x, low, high, color=line.get_color(), alpha=0.2, lw=0, gid=f"sweep/{s}/band"
             )
-    ax.set_xlabel(str(sweep.get("x_label") or "level"))
-    ax.set_ylabel(str(sweep.get("y_label") or "estimated effect"))
-    ax.set_title(str(sweep.get("title") or name), fontsize=10)
-    ax.legend(fontsize=8)
-    return fig
+    ax.set_xlabel(str(sweep.get("x_label") or "level"), fontsize=PANEL_FONT)
+    ax.set_ylabel(str(sweep.get("y_label") or "estimated effect"), fontsize=PANEL_FONT)
+    ax.set_title(str(sweep.get("title") or name), fontsize=PANEL_FONT)
+    ax.legend(fontsize=MIN_FONT)
+    return _fit(fig)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from io import BytesIO
 from pathlib import Path
 
 from matplotlib.figure import Figure
@@ -19,12 +18,13 @@ from rate.config import Config, config_record
 from rate.errors import ConfigError, DataFileError
 from rate.io import atomic_write_bytes, atomic_write_text, ensure_dir, read_json
 from rate.plots.figures import (
-    DPI,
     effects_figure,
+    figure_bytes,
     rewrite_bias_figure,
     score_distribution_figure,
     sweep_figure,
 )
+from rate.plots.select import glob_inside, is_glob, run_kind
 from rate.plots.tables import effects_summary_table, sample_rewrites_table
 from rate.records import read_examples, reward_keys
 from rate.results.record import run_record, write_run_record
@@ -39,10 +39,8 @@ def _save(fig: Figure, out_dir: Path, stem: str, formats: Sequence[str]) -> list
     """Render `fig` once per format and write each file atomically."""
     written = []
     for fmt in formats:
-        buf = BytesIO()
-        fig.savefig(buf, format=fmt, dpi=DPI)
         path = out_dir / f"{stem}.{fmt}"
-        atomic_write_bytes(path, buf.getvalue())
+        atomic_write_bytes(path, figure_bytes(fig, fmt))
         log.info("wrote %s", path)
         written.append(path)
     fig.clear()  # frees the artists now; the figure was never registered with pyplot
@@ -142,16 +140,30 @@ def make_plots(
     return written
 
 
+KEY = "plots.effects_files"
+
+
 def effect_files(config: Config, layout: Layout) -> list[Path]:
-    """The effect files to draw: names in effects/ or 'latest' (the newest for the effects
-    section's dataset, concept and score)."""
-    out = []
+    """The effect files to draw: names in effects/ (or absolute), glob patterns relative to
+    effects/ (files of the config's run kind, oldest first; never outside PROJECT_DIR), or
+    'latest' (the newest for the effects section's dataset, concept and score)."""
+    out: list[Path] = []
     for name in config.plots.effects_files:
+        if is_glob(name):
+            found = run_kind(glob_inside(layout.effects, name, layout.root, KEY), config.smoke_test)
+            if not found:
+                kind = "smoke-test" if config.smoke_test else "full-run (non-smoke)"
+                raise ConfigError(
+                    f"{KEY}: {name!r} matches no {kind} effect file in {layout.effects}; "
+                    "patterns are relative to that folder, e.g. '*_treatment_effects_*.json'"
+                )
+            out += found
+            continue
         stem = ""
         if name == "latest":
-            ec = config.need("effects", "plots (effects_files: latest)")
+            ec = config.need("effects", f"plots ({KEY}: latest)")
             stem = effects_stem(ec.dataset_name, ec.concept, ec.score)
-        out.append(resolve_input(layout.effects, name, stem, ".json", config.smoke_test))
+        out.append(resolve_input(layout.effects, name, stem, ".json", config.smoke_test, KEY))
     return list(dict.fromkeys(out))
 
 

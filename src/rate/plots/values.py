@@ -96,14 +96,11 @@ def rate_key(effects: dict) -> tuple[str, str]:
     return estimator("rate", "ATE").name, "ATE"
 
 
-def row_labels(effects: list[dict]) -> list[str]:
-    """One label per file: its concept, with the dataset where a concept comes from several."""
-    datasets: dict[str, set] = {}
-    for e in effects:
-        datasets.setdefault(str(e.get("concept") or "?"), set()).add(e.get("dataset_name"))
-    out = []
-    for e in effects:
-        concept = str(e.get("concept") or "?")
-        several = len(datasets[concept]) > 1
-        out.append(f"{concept} ({e.get('dataset_name')})" if several else concept)
-    return out
+def row_label(effects: dict) -> str:
+    """A file's row in the figures: ``concept · dataset``, the same form for every file."""
+    return f"{effects.get('concept') or '?'} · {effects.get('dataset_name') or '?'}"
+
+
+def row_labels(effects: Sequence[dict]) -> list[str]:
+    """One label per file (:func:`row_label`)."""
+    return [row_label(e) for e in effects]

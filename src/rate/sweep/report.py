@@ -17,13 +17,12 @@ import io
 import json
 import logging
 from collections.abc import Sequence
-from io import BytesIO
 from pathlib import Path
 from statistics import NormalDist
 
 from rate.effects.estimators import estimator
 from rate.io import atomic_directory, read_json
-from rate.plots.figures import DPI, effects_figure
+from rate.plots.figures import effects_figure, figure_bytes
 from rate.plots.values import interval, num, rate_key, truth, value
 
 log = logging.getLogger(__name__)
@@ -209,12 +208,13 @@ def write_report(
         (tmp / "ranked.json").write_text(json.dumps(record, indent=2) + "\n")
         names += ["ranked.md", "ranked.csv", "ranked.json"]
         if effects:
-            fig = effects_figure(effects, normalized=True)
-            fig.suptitle(f"Sweep {sweep.name}: naive against RATE (reward SDs)", fontsize=10)
+            fig = effects_figure(
+                effects,
+                normalized=True,
+                title=f"Sweep {sweep.name}: naive against RATE (reward SDs)",
+            )
             for fmt in formats:
-                buf = BytesIO()
-                fig.savefig(buf, format=fmt, dpi=DPI)
-                (tmp / f"headline.{fmt}").write_bytes(buf.getvalue())
+                (tmp / f"headline.{fmt}").write_bytes(figure_bytes(fig, fmt))
                 names.append(f"headline.{fmt}")
             fig.clear()
     log.info("sweep %s: report in %s", sweep.name, folder)

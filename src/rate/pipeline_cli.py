@@ -121,7 +121,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 
     if args.yaml:
         path = args.config or DEFAULT_CONFIG
-        config = load_config(path, args.overrides)
+        config = load_config(path, args.overrides, derive=False)
         title = title_of(path.read_text(encoding="utf-8")) or f"{path}, every key written out"
         print(config_yaml(config, title), end="")
     elif args.markdown:

@@ -332,8 +332,9 @@ def apply_override(data: dict, text: str, where: str = "--set") -> None:
     node[parts[-1]] = value
 
 
-def add_config_args(p: argparse.ArgumentParser) -> None:
-    """--config and the repeatable --set overrides, as every stage command takes them."""
+def add_config_args(p: argparse.ArgumentParser, example: str = "smoke_test=true") -> None:
+    """--config and the repeatable --set overrides, as every stage command takes them
+    (``example``: a key of the command's own section, for its help)."""
     p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="experiment config (YAML)")
     p.add_argument(
         "--set",
@@ -341,7 +342,7 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="SECTION.KEY=VALUE",
-        help="override a config key (repeatable), e.g. --set effects.n_bootstrap=200",
+        help=f"override a config key (repeatable), e.g. --set {example}",
     )
 
 

@@ -14,7 +14,14 @@ import textwrap
 from functools import partial
 from pathlib import Path
 
-from rate.config import DEFAULT_CONFIG, STAGE_SECTIONS, Config, add_config_args, load_config
+from rate.config import (
+    DEFAULT_CONFIG,
+    STAGE_SECTIONS,
+    Config,
+    add_config_args,
+    check_group_by,
+    load_config,
+)
 from rate.errors import ConfigError
 from rate.settings import setup_logging
 from rate.store import Layout, new_log_path
@@ -225,7 +232,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         )
         failures += error is not None
     if args.config:
-        load_config(args.config, args.overrides)
+        check_group_by(load_config(args.config, args.overrides), str(args.config))
         print(f"ok   config   {args.config}")
     for path in args.sweep:
         print(f"ok   sweep    {path} ({len(Sweep(path).cells)} cells)")

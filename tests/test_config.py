@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from rate.catalog import check_group_by
 from rate.config import apply_override, load_config
 from rate.errors import ConfigError
 from rate.store import resolve_input
@@ -237,12 +238,12 @@ def test_group_by_is_checked_before_stage_1_where_the_fields_are_known(
 ):
     path = write(tmp_path, ONE_KEY.replace("drugreview_sentiment", dataset).replace(
         "{concept: sentiment}", f"{{concept: c, group_by: {group_by}}}"))  # fmt: skip
-    load_config(path, stage="score_dataset")  # later stages read the data itself
+    config = load_config(path, stage="create_dataset")
     if not refused:
-        load_config(path, stage="create_dataset")
+        check_group_by(config, str(path))
         return
     with pytest.raises(ConfigError) as err:
-        load_config(path, stage="create_dataset")
+        check_group_by(config, str(path))
     assert f"'effects.group_by' is {group_by!r}" in str(err.value)
     assert ("condition" in str(err.value)) == (dataset == "drugreview_sentiment")
 

@@ -17,7 +17,6 @@ from typing import Any
 
 import yaml
 
-from rate.catalog import load_dataset_template
 from rate.errors import ConfigError
 from rate.schema import from_dict, opt, parse_assignment, to_dict
 from rate.score.backends import names_a_model, scoring_template_of
@@ -368,8 +367,6 @@ def load_config(
     check_templates(config, where)
     if derive:
         derive_names(config, where)
-    if stage in ("create_dataset", "pipeline"):
-        check_group_by(config, where)
     return config
 
 
@@ -450,27 +447,6 @@ def _derive_model_names(ec: EffectsConfig, sc: ScoringConfig | None, where: str)
             template.reward_key,
             "the reward model",
         )
-
-
-# Fields every example of a rewritten dataset has (besides its source's metadata).
-ROW_FIELDS = frozenset({"index", "key", "w_original", "reward_question"})
-
-
-def check_group_by(config: Config, where: str) -> None:
-    """effects.group_by must name a field the examples will have, where the dataset
-    template's source says which fields its examples carry: before stage 1, not at stage 3."""
-    ec, rw = config.effects, config.rewrites
-    if ec is None or rw is None or not ec.group_by:
-        return
-    template = load_dataset_template(rw.dataset_name)
-    fields = template.part("source").example_fields()
-    if fields is None or ec.group_by in fields | ROW_FIELDS:
-        return
-    raise ConfigError(
-        f"{where}: key 'effects.group_by' is {ec.group_by!r}, but the examples of dataset "
-        f"template {rw.dataset_name!r} have the fields {', '.join(sorted(fields | ROW_FIELDS))}; "
-        "use one of them, or null"
-    )
 
 
 def check_templates(config: Config, where: str) -> None:

@@ -19,7 +19,6 @@ from rate.config import (
     STAGE_SECTIONS,
     Config,
     add_config_args,
-    check_group_by,
     load_config,
 )
 from rate.errors import ConfigError
@@ -150,6 +149,10 @@ def _start(args: argparse.Namespace, stage: str) -> tuple[Config, Layout]:
     # The stage's own sections must be in the config; the others may be left out.
     reads = next((s for s in STAGE_SECTIONS if stage.startswith(s)), None)
     config = load_config(args.config, args.overrides, stage=reads)
+    if reads in ("create_dataset", "pipeline"):
+        from rate.catalog import check_group_by  # the registries: not for `rate --help`
+
+        check_group_by(config, str(args.config))
     layout = Layout.from_env()
     log_file = new_log_path(layout.logs, stage, config.smoke_test)
     setup_logging("DEBUG" if getattr(args, "verbose", False) else "INFO", log_file)
@@ -222,7 +225,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from rate.catalog import validate_all
+    from rate.catalog import check_group_by, validate_all
     from rate.sweep.grid import Sweep
 
     failures = 0

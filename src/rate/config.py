@@ -432,13 +432,16 @@ def _derive_model_names(ec: EffectsConfig, sc: ScoringConfig | None, where: str)
                     f"section to take it from; set effects.{key}"
                 )
         return
+    latest = sc.dataset_folder == "rewrites" and ec.dataset_filename == "latest"
+    if ec.score and ec.reward_key and not latest:
+        return  # all named by hand (the reference's configs): the model is not read
     template = scoring_template_of(sc.model, sc.chat, sc.label)
     if not ec.score:
         ec.score = template.name
     check_name(where, "effects.score", ec.score)
     if not ec.reward_key:
         ec.reward_key = template.reward_key
-    elif sc.dataset_folder == "rewrites" and ec.dataset_filename == "latest":
+    elif latest:
         _tell_other(
             where,
             "effects.reward_key",

@@ -30,6 +30,7 @@ help: ## list the targets and the variables they take
 		awk 'BEGIN {FS = ":.*## "}; {printf "  %-18s %s\n", $$1, $$2}'
 	@echo "Variables (make TARGET VAR=value; also read from .env):"
 	@echo "  CONFIG             the experiment config of the stage targets (now: $(CONFIG))"
+	@echo "  STAGE_ARGS         more arguments of the stage targets, e.g. STAGE_ARGS='--set smoke_test=true'"
 	@echo "  PROJECT_DIR        where data, outputs and logs go (now: $(PROJECT_DIR))"
 	@echo "  PARTITION          set: the stage targets submit SLURM jobs to this partition"
 	@echo "  WAIT               WAIT=1: a single submitted stage waits for its job"
@@ -61,16 +62,16 @@ demo-text: $(STAMP) ## the pipeline on real drug reviews, offline: rule rewrites
 	$(VENV)/bin/rate demo-text
 
 create_dataset: $(STAMP) ## stage 1: classify W and rewrite twice (CONFIG=experiments/config.yaml)
-	$(call STAGE,create_dataset,create_dataset) --config $(CONFIG)
+	$(call STAGE,create_dataset,create_dataset) --config $(CONFIG) $(STAGE_ARGS)
 
 score_dataset: $(STAMP) ## stage 2: score every completion with the config's reward model
-	$(call STAGE,score_dataset,score_dataset) --config $(CONFIG)
+	$(call STAGE,score_dataset,score_dataset) --config $(CONFIG) $(STAGE_ARGS)
 
 treatment_effects: $(STAMP) ## stage 3: naive, single-rewrite and RATE effects with uncertainty
-	$(call STAGE,treatment_effects,treatment_effects) --config $(CONFIG)
+	$(call STAGE,treatment_effects,treatment_effects) --config $(CONFIG) $(STAGE_ARGS)
 
 plots: $(STAMP) ## stage 4: figures from the effect files the config names
-	$(call STAGE,plots,plot) --config $(CONFIG)
+	$(call STAGE,plots,plot) --config $(CONFIG) $(STAGE_ARGS)
 
 pipeline: $(STAMP) ## stages 1-3 as SLURM jobs chained by afterok with PARTITION set, else in turn here
 ifneq ($(PARTITION),)
@@ -83,8 +84,11 @@ GRID ?= experiments/sweeps/offline.yaml
 sweep: $(STAMP) ## a grid of dataset x scoring templates, then one report (GRID=experiments/sweeps/offline.yaml; SLURM jobs with PARTITION set)
 	$(VENV)/bin/rate sweep $(GRID) $(if $(SMOKE),--smoke) $(if $(WAIT),--wait)
 
-smoke: $(STAMP) ## the four stages on experiments/smoke.yaml (small, seconds once the world exists)
-	$(MAKE) create_dataset score_dataset treatment_effects plots CONFIG=experiments/smoke.yaml
+# make smoke runs experiments/smoke.yaml, or, with another CONFIG, that experiment as a smoke test.
+SMOKE_CONFIG = $(if $(filter experiments/config.yaml,$(CONFIG)),experiments/smoke.yaml,$(CONFIG))
+smoke: $(STAMP) ## the four stages as a smoke test: experiments/smoke.yaml, or CONFIG with smoke_test on
+	$(MAKE) create_dataset score_dataset treatment_effects plots CONFIG=$(SMOKE_CONFIG) \
+		STAGE_ARGS="--set smoke_test=true"
 
 validate: $(STAMP) ## check every template, the config and the sweep grids
 	$(VENV)/bin/rate validate --config $(CONFIG) $(foreach g,$(wildcard experiments/sweeps/*.yaml),--sweep $(g))

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from rate.catalog import check_group_by
 from rate.config import apply_override, load_config
 from rate.errors import ConfigError
 from rate.store import resolve_input
@@ -76,8 +77,8 @@ def test_unknown_key_in_the_file_names_the_file_and_the_nearest_key(tmp_path):
 
 
 def test_missing_required_key(tmp_path):
-    path = write(tmp_path, BASE.replace(", reward_key: tinyrlhf_rm", ""))
-    with pytest.raises(ConfigError, match="missing required key 'effects.reward_key'"):
+    path = write(tmp_path, BASE.replace(", concept: pa", ""))
+    with pytest.raises(ConfigError, match="missing required key 'effects.concept'"):
         load_config(path)
 
 
@@ -166,3 +167,95 @@ def test_the_default_config_is_found_from_any_folder(tmp_path, monkeypatch):
     assert find_config(DEFAULT_CONFIG) == DEFAULT_CONFIG  # the current folder's wins
     with pytest.raises(ConfigError, match=rf"nope.yaml: no such config file in {tmp_path}"):
         load_config(Path("nope.yaml"))
+
+
+ONE_KEY = """
+rewrites: {dataset_name: drugreview_sentiment}
+scoring: {model: vader}
+effects: {concept: sentiment}
+"""
+
+
+def test_one_key_names_the_experiment(tmp_path):
+    """The later sections take the dataset name from the one before and the score's names
+    from the scoring template, so switching dataset or model is one key."""
+    c = load_config(write(tmp_path, ONE_KEY), stage="pipeline")
+    assert c.scoring.dataset_name == "drugreview_sentiment"
+    assert c.effects.dataset_name == "drugreview_sentiment"
+    assert (c.effects.score, c.effects.reward_key) == ("vader", "vader")
+    switched = load_config(
+        write(tmp_path, ONE_KEY),
+        ["rewrites.dataset_name=tinyrlhf_dune_pa", "scoring.model=tinyrlhf_rm"],
+    )
+    assert switched.scoring.dataset_name == switched.effects.dataset_name == "tinyrlhf_dune_pa"
+    assert (switched.effects.score, switched.effects.reward_key) == ("tinyrlhf_rm", "tinyrlhf_rm")
+
+
+def test_the_scoring_section_alone_names_the_effects(tmp_path):
+    c = load_config(write(tmp_path, "scoring: {model: vader, dataset_name: mini}\n" + (
+        "effects: {concept: c}\n")))  # fmt: skip
+    assert (c.effects.dataset_name, c.effects.score, c.effects.reward_key) == (
+        "mini",
+        "vader",
+        "vader",
+    )
+    with pytest.raises(ConfigError, match="'effects.reward_key' is empty and the config has no"):
+        load_config(write(tmp_path, "effects: {concept: c, dataset_name: d, score: s}\n"))
+
+
+def test_a_name_set_by_hand_is_kept_and_a_stale_one_is_told(tmp_path, caplog):
+    """The reference's keys keep working; one that disagrees with 'latest' is not silent."""
+    stale = ONE_KEY.replace("{concept: sentiment}", "{concept: s, dataset_name: tinyrlhf_dune_pa, "
+                            "reward_key: tinyrlhf_rm}")  # fmt: skip
+    with caplog.at_level("WARNING", logger="rate.config"):
+        c = load_config(write(tmp_path, stale))
+    assert (c.effects.dataset_name, c.effects.reward_key) == ("tinyrlhf_dune_pa", "tinyrlhf_rm")
+    told = caplog.text
+    assert "effects.dataset_name is 'tinyrlhf_dune_pa' but scoring.dataset_name is" in told
+    assert "effects.reward_key is 'tinyrlhf_rm' but the reward_key of scoring.model 'vader'" in told
+    caplog.clear()
+    named = stale.replace(
+        "reward_key: tinyrlhf_rm", "reward_key: tinyrlhf_rm, dataset_filename: f.jsonl"
+    )
+    with caplog.at_level("WARNING", logger="rate.config"):
+        load_config(write(tmp_path, named))
+    assert caplog.text == ""  # a file named by hand is what it says
+
+
+@pytest.mark.parametrize(
+    ("dataset", "group_by", "refused"),
+    [
+        ("tinyrlhf_dune_pa", "policy", False),
+        ("tinyrlhf_dune_pa", "polcy", True),
+        ("drugreview_sentiment", "policy", True),
+        ("drugreview_sentiment", "condition", False),
+        ("drugreview_sentiment", "w_original", False),
+        ("imdb_length", "anything", False),  # a hub dataset's fields are known once read
+    ],
+)
+def test_group_by_is_checked_before_stage_1_where_the_fields_are_known(
+    tmp_path, dataset, group_by, refused
+):
+    path = write(tmp_path, ONE_KEY.replace("drugreview_sentiment", dataset).replace(
+        "{concept: sentiment}", f"{{concept: c, group_by: {group_by}}}"))  # fmt: skip
+    config = load_config(path, stage="create_dataset")
+    if not refused:
+        check_group_by(config, str(path))
+        return
+    with pytest.raises(ConfigError) as err:
+        check_group_by(config, str(path))
+    assert f"'effects.group_by' is {group_by!r}" in str(err.value)
+    assert ("condition" in str(err.value)) == (dataset == "drugreview_sentiment")
+
+
+def test_a_copied_smoke_config_stops_before_stage_1_on_its_group_by(tmp_path):
+    from tests.helpers import run_rate
+
+    out = run_rate(
+        ["create_dataset", "--config", str(ROOT / "experiments" / "smoke.yaml"),
+         "--set", "rewrites.dataset_name=drugreview_sentiment", "--set", "scoring.model=vader"],
+        tmp_path, check=False,
+    )  # fmt: skip
+    assert out.returncode == 2
+    assert "'effects.group_by' is 'policy'" in out.stderr and "useful_count" in out.stderr
+    assert not (tmp_path / "data").exists()

@@ -6,8 +6,10 @@ template parser, which never import each other; stages get their templates from 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rate.datasets.registry import PERTURBATIONS, RULES, SOURCES
-from rate.errors import TemplateError
+from rate.errors import ConfigError, TemplateError
 from rate.rewrite.backends import REWRITERS
 from rate.score.backends import load_scoring_template
 from rate.templates import (
@@ -19,6 +21,9 @@ from rate.templates import (
     parse_dataset_template,
     scoring_template_names,
 )
+
+if TYPE_CHECKING:
+    from rate.config import Config
 
 KINDS = DatasetKinds(SOURCES, RULES, REWRITERS, PERTURBATIONS)
 
@@ -52,3 +57,24 @@ def validate_all() -> list[tuple[str, str, str | None]]:
             except TemplateError as err:
                 results.append((kind, name, str(err)))
     return results
+
+
+# Fields every example of a rewritten dataset has (besides its source's metadata).
+ROW_FIELDS = frozenset({"index", "key", "w_original", "reward_question"})
+
+
+def check_group_by(config: Config, where: str = "the config") -> None:
+    """effects.group_by must name a field the examples will have, where the dataset
+    template's source says which fields its examples carry: checked before stage 1, not
+    found missing at stage 3."""
+    ec, rw = config.effects, config.rewrites
+    if ec is None or rw is None or not ec.group_by:
+        return
+    fields = load_dataset_template(rw.dataset_name).part("source").example_fields()
+    if fields is None or ec.group_by in fields | ROW_FIELDS:
+        return
+    raise ConfigError(
+        f"{where}: key 'effects.group_by' is {ec.group_by!r}, but the examples of dataset "
+        f"template {rw.dataset_name!r} have the fields {', '.join(sorted(fields | ROW_FIELDS))}; "
+        "use one of them, or null"
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import errno
 import logging
+import os
 import sys
 import traceback
 
@@ -80,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     argv, level = split_loudness(sys.argv[1:] if argv is None else list(argv))
     args = parser.parse_args(argv)
     args.verbose, args.quiet = level == "DEBUG", level == "WARNING"
+    if args.quiet:  # warnings only: no progress bars either (ours and transformers')
+        os.environ["RATE_PROGRESS"] = "0"
     setup_logging(level)
     try:
         return args.func(args)

@@ -19,6 +19,7 @@ import yaml
 
 from rate.errors import ConfigError
 from rate.schema import from_dict, opt, parse_assignment, to_dict
+from rate.score.backends import names_a_model, scoring_template_of
 from rate.settings import checkout_root, project_dir
 from rate.slurm_options import SlurmConfig
 from rate.store import is_name_part
@@ -84,7 +85,11 @@ class RewritesConfig:
 class ScoringConfig:
     """Stage 2, score_dataset."""
 
-    model: str = opt(help="a scoring template (scoring_templates/<name>.yaml)")
+    model: str = opt(
+        help="a scoring template (scoring_templates/<name>.yaml), or a sequence classifier "
+        "without one: a hub id (org/name) or a local folder, read with the hf_classifier "
+        "defaults (`rate score_dataset --model ORG/NAME`)"
+    )
     dataset_folder: str = opt(
         "rewrites",
         help="rewrites: score a new dataset; scored: add a reward model to a scored file",
@@ -99,6 +104,14 @@ class ScoringConfig:
         help="examples per durable save; a chunk's texts are sorted by length into batches (a "
         "larger chunk pads less) and a kill loses at most one chunk",
     )
+    chat: bool = opt(
+        False,
+        help="a model named by hub id or folder reads (prompt, response) through its chat "
+        "template (a template says this itself)",
+    )
+    label: int = opt(
+        0, help="a model named by hub id or folder: which logit is the score (0: the first)"
+    )
 
     def validate(self, where: str) -> None:
         if self.dataset_name:
@@ -112,16 +125,30 @@ class ScoringConfig:
             )
         if self.batch_size is not None and self.batch_size < 1:
             raise ConfigError(f"{where}: scoring.batch_size must be >= 1")
+        if self.label < 0:
+            raise ConfigError(f"{where}: scoring.label must be >= 0 (a logit's position)")
 
 
 @dataclass
 class EffectsConfig:
     """Stage 3, treatment_effects."""
 
-    dataset_name: str = opt(help="names the input (scored files of this dataset) and the output")
     concept: str = opt(help="the attribute W, for the output name and the plots")
-    score: str = opt(help="the reward model's short name, for the output name and the plots")
-    reward_key: str = opt(help="the key of the scores in the scored file")
+    dataset_name: str = opt(
+        "",
+        help="names the input (scored files of this dataset) and the output; empty: "
+        "scoring.dataset_name, else rewrites.dataset_name",
+    )
+    score: str = opt(
+        "",
+        help="the reward model's short name, for the output name and the plots; empty: the "
+        "scoring section's model",
+    )
+    reward_key: str = opt(
+        "",
+        help="the key of the scores in the scored file; empty: the reward_key of the scoring "
+        "section's model",
+    )
     dataset_filename: str = opt(
         "latest", help="a file in data/scored (or dataset_folder), or 'latest'"
     )
@@ -165,7 +192,8 @@ class EffectsConfig:
 
     def validate(self, where: str) -> None:
         for key in ("dataset_name", "concept", "score"):
-            check_name(where, f"effects.{key}", getattr(self, key))
+            if getattr(self, key) or key == "concept":  # empty: filled in by derive_names
+                check_name(where, f"effects.{key}", getattr(self, key))
         if self.dataset_folder is not None:
             parts = Path(self.dataset_folder).parts
             if not parts or not all(is_name_part(part) for part in parts):
@@ -304,8 +332,9 @@ def apply_override(data: dict, text: str, where: str = "--set") -> None:
     node[parts[-1]] = value
 
 
-def add_config_args(p: argparse.ArgumentParser) -> None:
-    """--config and the repeatable --set overrides, as every stage command takes them."""
+def add_config_args(p: argparse.ArgumentParser, example: str = "smoke_test=true") -> None:
+    """--config and the repeatable --set overrides, as every stage command takes them
+    (``example``: a key of the command's own section, for its help)."""
     p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="experiment config (YAML)")
     p.add_argument(
         "--set",
@@ -313,14 +342,17 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="SECTION.KEY=VALUE",
-        help="override a config key (repeatable), e.g. --set effects.n_bootstrap=200",
+        help=f"override a config key (repeatable), e.g. --set {example}",
     )
 
 
-def load_config(path: Path, overrides: list[str] = (), stage: str | None = None) -> Config:
+def load_config(
+    path: Path, overrides: list[str] = (), stage: str | None = None, derive: bool = True
+) -> Config:
     """Read, override and validate an experiment config; every error names the file and key.
     With ``stage``, the sections that stage reads must be there (:data:`STAGE_SECTIONS`); the
-    others may be left out."""
+    others may be left out. ``derive``: fill in the names a section takes from the one before
+    (:func:`derive_names`; off to write the config out as it is written)."""
     path = find_config(path)
     data = _read_config(path)
     if data is None:
@@ -334,7 +366,91 @@ def load_config(path: Path, overrides: list[str] = (), stage: str | None = None)
     for section in STAGE_SECTIONS.get(stage, ()):
         config.need(section, stage, where)
     check_templates(config, where)
+    if derive:
+        derive_names(config, where)
     return config
+
+
+def derive_names(config: Config, where: str) -> None:
+    """Fill in the names a later section takes from the one before.
+
+    One key names the experiment: scoring.dataset_name follows rewrites.dataset_name, and
+    effects.dataset_name scoring's; effects.score and effects.reward_key follow the scoring
+    section's model. A name set by hand (the reference's configs set them all) is kept; one
+    that disagrees with the section before while ``dataset_filename`` is ``latest`` is said
+    in the log, since the stage then reads the newest file of that other dataset or model
+    (right for a stage run alone on another dataset, wrong for a name forgotten on a switch).
+    """
+    rw, sc, ec = config.rewrites, config.scoring, config.effects
+    if sc is not None and rw is not None:
+        if not sc.dataset_name:
+            sc.dataset_name = rw.dataset_name
+        elif sc.dataset_folder == "rewrites" and sc.dataset_filename == "latest":
+            _tell_other(
+                where,
+                "scoring.dataset_name",
+                sc.dataset_name,
+                "rewrites.dataset_name",
+                rw.dataset_name,
+                "the dataset",
+            )
+    if ec is None:
+        return
+    before, key = (
+        (sc.dataset_name, "scoring.dataset_name")
+        if sc and sc.dataset_name
+        else ((rw.dataset_name, "rewrites.dataset_name") if rw else ("", ""))
+    )
+    if not ec.dataset_name:
+        if not before:
+            raise ConfigError(
+                f"{where}: key 'effects.dataset_name' is empty and the config has no scoring or "
+                "rewrites section to take it from; set effects.dataset_name"
+            )
+        ec.dataset_name = before
+    elif before and ec.dataset_filename == "latest":
+        _tell_other(where, "effects.dataset_name", ec.dataset_name, key, before, "the dataset")
+    check_name(where, "effects.dataset_name", ec.dataset_name)
+    _derive_model_names(ec, sc, where)
+
+
+def _tell_other(where: str, key: str, value: str, key_before: str, before: str, what: str) -> None:
+    if value != before:
+        log.warning(
+            "%s: %s is %r but %s is %r: 'latest' reads the newest file of %s %r, not of %r "
+            "(remove %s to follow %s)",
+            where, key, value, key_before, before, what, value, before, key, key_before,
+        )  # fmt: skip
+
+
+def _derive_model_names(ec: EffectsConfig, sc: ScoringConfig | None, where: str) -> None:
+    """effects.score and effects.reward_key from the scoring section's model."""
+    if sc is None:
+        for key in ("score", "reward_key"):
+            if not getattr(ec, key):
+                raise ConfigError(
+                    f"{where}: key 'effects.{key}' is empty and the config has no scoring "
+                    f"section to take it from; set effects.{key}"
+                )
+        return
+    latest = sc.dataset_folder == "rewrites" and ec.dataset_filename == "latest"
+    if ec.score and ec.reward_key and not latest:
+        return  # all named by hand (the reference's configs): the model is not read
+    template = scoring_template_of(sc.model, sc.chat, sc.label)
+    if not ec.score:
+        ec.score = template.name
+    check_name(where, "effects.score", ec.score)
+    if not ec.reward_key:
+        ec.reward_key = template.reward_key
+    elif latest:
+        _tell_other(
+            where,
+            "effects.reward_key",
+            ec.reward_key,
+            f"the reward_key of scoring.model {sc.model!r}",
+            template.reward_key,
+            "the reward model",
+        )
 
 
 def check_templates(config: Config, where: str) -> None:
@@ -350,7 +466,7 @@ def check_templates(config: Config, where: str) -> None:
                 dataset_template_names(),
             )
         )
-    if config.scoring is not None:
+    if config.scoring is not None and not names_a_model(config.scoring.model):
         checks.append(
             ("scoring template", "scoring.model", config.scoring.model, scoring_template_names())
         )

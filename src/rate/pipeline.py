@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rate.catalog import load_dataset_template
+from rate.catalog import check_group_by, load_dataset_template
 from rate.config import Config
 from rate.effects.stage import treatment_effects
 from rate.plots.stage import plot_stage
@@ -24,4 +24,5 @@ __all__ = ["create_dataset", "plot_stage", "score_dataset", "treatment_effects"]
 def create_dataset(config: Config, layout: Layout) -> Path:
     """Stage 1: classify W and rewrite twice; -> the dataset file (the estimate in a dry run)."""
     template = load_dataset_template(config.need("rewrites", "create_dataset").dataset_name)
+    check_group_by(config)  # stage 3's grouping, before stage 1's work
     return rewrite_stage.create_dataset(config, layout, template)

@@ -8,26 +8,85 @@ under PROJECT_DIR and a log of the run to PROJECT_DIR/logs/.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import textwrap
 from functools import partial
 from pathlib import Path
 
-from rate.config import DEFAULT_CONFIG, STAGE_SECTIONS, Config, add_config_args, load_config
+from rate.config import (
+    DEFAULT_CONFIG,
+    STAGE_SECTIONS,
+    Config,
+    add_config_args,
+    load_config,
+)
+from rate.errors import ConfigError
 from rate.settings import setup_logging
 from rate.store import Layout, new_log_path
 
 log = logging.getLogger(__name__)
 
 
+# What each stage reads and writes (under PROJECT_DIR), and an example of its own.
+STAGES = {
+    "create_dataset": (
+        "stage 1: classify W and rewrite twice",
+        "Reads the config's rewrites section and the dataset template it names "
+        "(dataset_templates/<rewrites.dataset_name>.yaml) and that template's source. Writes "
+        "data/rewrites/<dataset>_dataset_<stamp>[_smoke_test].json (each example's original, "
+        "rewrite and rewritten rewrite, and their checks) with a .meta.json beside it.",
+        "rate create_dataset --set rewrites.dataset_name=imdb_sentiment --dry-run",
+        "rewrites.n_examples=200",
+    ),
+    "score_dataset": (
+        "stage 2: score every completion with a reward model",
+        "Reads the scoring section: the newest (dataset_filename: latest) or the named file of "
+        "data/rewrites (or data/scored, to add a model) of scoring.dataset_name, and the model: "
+        "a scoring template, or --model ORG/NAME or a folder. Writes "
+        "data/scored/<dataset>_<model>[_smoke_test]_scored_<stamp>.jsonl, the scores under the "
+        "model's reward_key, with a .meta.json; a .partial file meanwhile, so a killed run "
+        "resumes.",
+        "rate score_dataset --model OpenAssistant/reward-model-deberta-v3-large-v2",
+        "scoring.batch_size=16",
+    ),
+    "treatment_effects": (
+        "stage 3: naive, single-rewrite and RATE",
+        "Reads the effects section and the newest (or the named) scored file of "
+        "effects.dataset_name with scores under effects.reward_key, in data/scored. Writes "
+        "effects/<dataset>_<concept>_<score>_treatment_effects_<stamp>.json: the naive, "
+        "single-rewrite and RATE effects with standard errors and intervals.",
+        "rate treatment_effects --set effects.group_by=family",
+        "effects.n_bootstrap=200",
+    ),
+    "plot": (
+        "stage 4: figures from effect files",
+        "Reads the effect files of plots.effects_files (latest: the newest of the effects "
+        "section's dataset, concept and score) in effects/, and the scored file each names. "
+        "Writes plots/<dataset>_<stamp>/: the figures (plots.formats), a summary and a table "
+        "of sample rewrites.",
+        "rate plot --set plots.formats=[png,pdf]",
+        "plots.formats=[svg]",
+    ),
+}
+FUNCS = {
+    "create_dataset": "cmd_create_dataset",
+    "score_dataset": "cmd_score_dataset",
+    "treatment_effects": "cmd_treatment_effects",
+    "plot": "cmd_plot",
+}
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    for name, func, help_ in (
-        ("create_dataset", cmd_create_dataset, "stage 1: classify W and rewrite twice"),
-        ("score_dataset", cmd_score_dataset, "stage 2: score every completion with a reward model"),
-        ("treatment_effects", cmd_treatment_effects, "stage 3: naive, single-rewrite and RATE"),
-        ("plot", cmd_plot, "stage 4: figures from effect files"),
-    ):
-        p = sub.add_parser(name, help=help_)
-        add_config_args(p)
+    for name, (help_, reads_writes, example, set_example) in STAGES.items():
+        p = sub.add_parser(
+            name,
+            help=help_,
+            description=textwrap.fill(f"{help_[0].upper()}{help_[1:]}. {reads_writes}", 79),
+            epilog=f"example:\n  {example}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        add_config_args(p, set_example)
         if name == "create_dataset":
             p.add_argument(
                 "--dry-run",
@@ -38,7 +97,24 @@ def register(sub: argparse._SubParsersAction) -> None:
             p.add_argument(
                 "--shard", metavar="I/N", help="score only shard I of N (numbered from 0)"
             )
-        p.set_defaults(func=func)
+            p.add_argument(
+                "--model",
+                metavar="ORG/NAME",
+                help="score with this sequence classifier, a hub id or a local folder, without "
+                "a scoring template (scoring.model; the hf_classifier defaults)",
+            )
+            p.add_argument(
+                "--chat",
+                action="store_true",
+                help="with --model: read (prompt, response) through the model's chat template",
+            )
+            p.add_argument(
+                "--label",
+                type=int,
+                metavar="N",
+                help="with --model: the logit that is the score (default 0)",
+            )
+        p.set_defaults(func=globals()[FUNCS[name]])
     p = sub.add_parser(
         "config",
         help="every config key with its type, default and help (or a complete commented YAML)",
@@ -73,6 +149,10 @@ def _start(args: argparse.Namespace, stage: str) -> tuple[Config, Layout]:
     # The stage's own sections must be in the config; the others may be left out.
     reads = next((s for s in STAGE_SECTIONS if stage.startswith(s)), None)
     config = load_config(args.config, args.overrides, stage=reads)
+    if reads in ("create_dataset", "pipeline"):
+        from rate.catalog import check_group_by  # the registries: not for `rate --help`
+
+        check_group_by(config, str(args.config))
     layout = Layout.from_env()
     log_file = new_log_path(layout.logs, stage, config.smoke_test)
     setup_logging("DEBUG" if getattr(args, "verbose", False) else "INFO", log_file)
@@ -95,10 +175,23 @@ def cmd_create_dataset(args: argparse.Namespace) -> int:
 def cmd_score_dataset(args: argparse.Namespace) -> int:
     from rate.pipeline import score_dataset
 
+    args.overrides = [*args.overrides, *model_overrides(args)]
     if args.shard:
         return cmd_score_shard(args)
     print(score_dataset(*_start(args, "score_dataset")))
     return 0
+
+
+def model_overrides(args: argparse.Namespace) -> list[str]:
+    """score_dataset's --model, --chat and --label as the config keys they set."""
+    if args.model is None:
+        if args.chat or args.label is not None:
+            raise ConfigError(
+                "--chat and --label go with --model ORG/NAME (a template says its own)"
+            )
+        return []
+    out = [f"scoring.model={json.dumps(args.model)}", f"scoring.chat={json.dumps(args.chat)}"]
+    return out + ([f"scoring.label={args.label}"] if args.label is not None else [])
 
 
 def cmd_treatment_effects(args: argparse.Namespace) -> int:
@@ -121,7 +214,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 
     if args.yaml:
         path = args.config or DEFAULT_CONFIG
-        config = load_config(path, args.overrides)
+        config = load_config(path, args.overrides, derive=False)
         title = title_of(path.read_text(encoding="utf-8")) or f"{path}, every key written out"
         print(config_yaml(config, title), end="")
     elif args.markdown:
@@ -132,7 +225,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from rate.catalog import validate_all
+    from rate.catalog import check_group_by, validate_all
     from rate.sweep.grid import Sweep
 
     failures = 0
@@ -142,7 +235,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         )
         failures += error is not None
     if args.config:
-        load_config(args.config, args.overrides)
+        check_group_by(load_config(args.config, args.overrides), str(args.config))
         print(f"ok   config   {args.config}")
     for path in args.sweep:
         print(f"ok   sweep    {path} ({len(Sweep(path).cells)} cells)")

@@ -34,6 +34,11 @@ class Part:
         """The scoring templates this part reads W or rewrites with (checked on load)."""
         return []
 
+    def example_fields(self) -> frozenset[str] | None:
+        """A source's: the metadata fields each of its examples carries (None: not known
+        before the data is read)."""
+        return None
+
 
 class LivePart:
     """Mixin for live objects that extend their options class with behaviour and state: each is

@@ -10,10 +10,8 @@ import numpy as np
 from rate.datasets.base import Example, ExampleStream, SourceContext
 from rate.datasets.options import ChatterbotSource, DrugReviewSource
 from rate.errors import ConfigError
-from rate.packaged import DRUG_SPLITS, chatterbot_pairs, drug_reviews
+from rate.packaged import DRUG_FIELDS, DRUG_SPLITS, chatterbot_pairs, drug_reviews
 from rate.seeding import stable_seed
-
-DRUG_FIELDS = ("drug", "condition", "rating", "date", "useful_count")
 
 
 class DrugReviewStream(ExampleStream):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rate.errors import ConfigError
-from rate.packaged import DRUG_SPLITS
+from rate.packaged import DRUG_FIELDS, DRUG_SPLITS
 from rate.registry import Part
 from rate.tinyrlhf.vocab import FAMILIES, SYLLABLES
 
@@ -50,6 +50,9 @@ class TinyWorldSource(Part):
             )
         if self.temperature <= 0:
             raise ConfigError(f"{where}: key 'source.temperature' must be > 0")
+
+    def example_fields(self) -> frozenset[str]:
+        return frozenset({"family", "attrs", "policy"})
 
 
 @dataclass
@@ -147,6 +150,9 @@ class DrugReviewSource(Part):
                 f"{sorted(names)}"
             )
 
+    def example_fields(self) -> frozenset[str]:
+        return frozenset({*DRUG_FIELDS, "split"})
+
 
 @dataclass
 class ChatterbotSource(Part):
@@ -154,6 +160,9 @@ class ChatterbotSource(Part):
 
     language: str = "english"
     topics: list[str] | None = None  # default: every topic file
+
+    def example_fields(self) -> frozenset[str]:
+        return frozenset({"topic"})
 
 
 TYPO_METHODS = ("per_word", "reference")

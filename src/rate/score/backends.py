@@ -3,10 +3,11 @@ scoring template by name (scoring templates name nothing but a scorer)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from rate.errors import RateError
-from rate.registry import Kind
+from rate.registry import Kind, typed_part
 from rate.score.base import Scorer
 from rate.score.options import (
     HFClassifierOptions,
@@ -50,6 +51,42 @@ SCORERS = {
 def load_scoring_template(name: str) -> ScoringTemplate:
     """The scoring template ``name``, its backend's options validated."""
     return parse_scoring_template(find_template(SCORING_FOLDER, name, "scoring template"), SCORERS)
+
+
+def names_a_model(model: str) -> bool:
+    """Whether ``scoring.model`` names a model rather than a template: a hub id (``org/name``:
+    a template's name has no '/') or a local folder, and no template has that name."""
+    if model in scoring_template_names():
+        return False
+    return "/" in model or Path(model).expanduser().is_dir()
+
+
+def model_short_name(model: str) -> str:
+    """A model's name in output file names: the last part of its hub id or folder, with any
+    character a file name part may not hold replaced by '_'."""
+    last = Path(model.rstrip("/")).name or "model"
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", last).lstrip(".") or "model"
+
+
+def model_template(model: str, chat: bool = False, label: int = 0) -> ScoringTemplate:
+    """A scoring template for a hub id or local folder without a YAML file: the generic
+    sequence classifier (``hf_classifier`` with its defaults, ``chat`` and ``label`` as
+    given); its scores go under the model as written, the reference's reward key."""
+    options = {"model": model, "chat": chat, "label": label}
+    template = ScoringTemplate(model_short_name(model), model, "hf_classifier")
+    where = f"scoring.model {model!r} (a model without a scoring template)"
+    _, template.spec = typed_part(
+        SCORERS, {"backend": "hf_classifier", **options}, "backend", where, ""
+    )
+    template.options = options
+    return template
+
+
+def scoring_template_of(model: str, chat: bool = False, label: int = 0) -> ScoringTemplate:
+    """What ``scoring.model`` names: a scoring template, or a model (:func:`names_a_model`)."""
+    if names_a_model(model):
+        return model_template(model, chat, label)
+    return load_scoring_template(model)
 
 
 def build_scorer(template: ScoringTemplate, world: Path | None) -> Scorer:

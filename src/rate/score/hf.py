@@ -36,7 +36,7 @@ class HFClassifierScorer(TokenBatchScorer):
         self.tokenizer, self.model, self.device = load_pretrained(
             AutoModelForSequenceClassification,
             options.model,
-            "the scoring template's 'model'",
+            "the scoring template's 'model' (or scoring.model, `--model`)",
             options.device,
             options.dtype,
             options.trust_remote_code,

@@ -19,11 +19,14 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load, save
-from transformers import AutoModel, AutoTokenizer
+from transformers import AutoModel
 
 from rate.errors import TemplateError
+from rate.hf_models import load_pretrained
 from rate.io import atomic_write_bytes
 from rate.packaged import drug_reviews, minilm_dir
+from rate.progress import progress
+from rate.score.base import TextsDone
 from rate.score.buckets import TokenBatchScorer
 from rate.score.options import MiniLMSentimentOptions
 
@@ -79,11 +82,10 @@ class MiniLMSentimentScorer(TokenBatchScorer):
         if not (folder / "config.json").is_file():
             raise TemplateError(f"minilm_sentiment: no encoder in {folder} (config.json missing)")
         self.folder = folder
-        self.device = options.device
-        if self.device == "auto":
-            self.device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.tokenizer = AutoTokenizer.from_pretrained(folder)
-        self.model = AutoModel.from_pretrained(folder, dtype=torch.float32).to(self.device).eval()
+        self.tokenizer, self.model, self.device = load_pretrained(
+            AutoModel, str(folder), "the minilm_sentiment template's 'encoder'", options.device,
+            "float32", label="minilm encoder",
+        )  # fmt: skip
         self.max_length, self.truncation = options.max_length, options.truncation
         self.padding_side = "right"
         self.truncated = 0
@@ -104,10 +106,10 @@ class MiniLMSentimentScorer(TokenBatchScorer):
     def _model_scores(self, input_ids, attention_mask, kwargs: dict):
         return self._embed_batch(input_ids, attention_mask, kwargs) @ self.w + self.b
 
-    def embed(self, texts: list[str]):
+    def embed(self, texts: list[str], on_texts: TextsDone | None = None):
         """Sentence embeddings (n, 384) as sentence-transformers computes them."""
         ids = self.encode_pairs([""] * len(texts), texts)
-        rows = self.run_batches(ids, self._embed_batch)
+        rows = self.run_batches(ids, self._embed_batch, on_texts)
         return torch.tensor(rows, dtype=torch.float32)
 
     def _head(self):
@@ -141,10 +143,15 @@ class MiniLMSentimentScorer(TokenBatchScorer):
                 )
         log.info("minilm_sentiment: fitting the head on %d training reviews", len(train_texts))
         truncated = self.truncated
-        x = self.embed(train_texts)
-        w, b = fit_logistic(x, torch.tensor(train_y), self.options.l2)
         test_texts, test_y = _labelled("test")
-        xt = self.embed(test_texts)
+        # Embedding the reviews is nearly all of the fit's time: the bar counts them.
+        bar = progress(None, "minilm_sentiment head fit", len(train_texts) + len(test_texts))
+        try:
+            x = self.embed(train_texts, bar.update)
+            w, b = fit_logistic(x, torch.tensor(train_y), self.options.l2)
+            xt = self.embed(test_texts, bar.update)
+        finally:
+            bar.close()
         self.truncated = truncated  # the fit's texts are not the caller's
         accuracy = lambda x, y: float((((x @ w + b) > 0).long() == torch.tensor(y)).float().mean())  # noqa: E731
         info = {

@@ -28,7 +28,7 @@ from rate.records import (
     scored_writer,
     with_scores,
 )
-from rate.score.backends import build_scorer, load_scoring_template
+from rate.score.backends import build_scorer, scoring_template_of
 from rate.score.base import BadTextError, Scorer, checked_scores
 from rate.score.partial import PartialScores, ScoreLock
 from rate.store import (
@@ -158,7 +158,7 @@ class ScoredRows:
 def scoring_input(config: Config, layout: Layout) -> ScoringInput:
     """Resolve and read the file the config scores; refuse one that has this reward key."""
     sc = config.need("scoring", "score_dataset")
-    template = load_scoring_template(sc.model)
+    template = scoring_template_of(sc.model, sc.chat, sc.label)
     folder = layout.folder(sc.dataset_folder)
     ext = ".json" if sc.dataset_folder == "rewrites" else ".jsonl"
     if not sc.dataset_name and config.rewrites is None:
@@ -170,7 +170,7 @@ def scoring_input(config: Config, layout: Layout) -> ScoringInput:
     stems = (
         rewrites_stems(prefix)
         if sc.dataset_folder == "rewrites"
-        else scored_stems(prefix, set(scoring_template_names()))
+        else scored_stems(prefix, {*scoring_template_names(), template.name})
     )
     source = resolve_input(folder, sc.dataset_filename, stems, ext, config.smoke_test)
     rows = read_examples(source)

@@ -20,6 +20,7 @@ import torch
 
 from rate import __version__
 from rate.io import atomic_directory, atomic_write_json, atomic_write_text, write_jsonl
+from rate.progress import steps
 from rate.schema import to_dict
 from rate.tinyrlhf import labels
 from rate.tinyrlhf.data import LabelledSet, labelled_rows, pool_from_records
@@ -57,7 +58,12 @@ def build_world(config: WorldConfig, out: Path, overwrite: bool = False) -> dict
     """Build the world into ``out``; returns the timings and headline statistics."""
     timings: dict[str, float] = {}
     t_all = time.perf_counter()
-    with atomic_directory(Path(out), overwrite=overwrite) as root:
+    names = ["sft", "reward model", "shortcut check", "gold labels"]
+    names += [f"RL run {spec.name}" for spec in config.runs]
+    with (
+        atomic_directory(Path(out), overwrite=overwrite) as root,
+        steps("world", names) as step,
+    ):
         gen = torch.Generator().manual_seed(config.seed)
         torch.manual_seed(config.seed)
         oracle = Oracle.from_world(config)
@@ -72,6 +78,7 @@ def build_world(config: WorldConfig, out: Path, overwrite: bool = False) -> dict
 
         # The reference policy: supervised fine-tuning on expert demonstrations.
         t = time.perf_counter()
+        step("sft")
         log.info("world: fine-tuning the reference policy on expert demonstrations")
         demo_pool = pool_from_records(
             make_prompts(balanced(config.demonstrations.per_family), "demo", gen)
@@ -95,6 +102,7 @@ def build_world(config: WorldConfig, out: Path, overwrite: bool = False) -> dict
 
         # The reward model: crowd labels on reference samples at a higher temperature.
         t = time.perf_counter()
+        step("reward model")
         log.info("world: labelling reference samples by the crowd and training the reward model")
         rmd, rmt = config.reward_model_data, config.reward_model_training
         rm_pool = pool_from_records(make_prompts(balanced(rmd.per_family), "rm", gen))
@@ -115,6 +123,7 @@ def build_world(config: WorldConfig, out: Path, overwrite: bool = False) -> dict
         # The world's validity: every planted shortcut learned by the RM at >= half its bonus
         # (measured by intervention; kept in truth/, which analysts never read).
         t = time.perf_counter()
+        step("shortcut check")
         check = check_world_shortcuts(rm, policy, oracle, config.labels)
         atomic_write_json(root / SHORTCUTS_FILE, check)
         if not check["valid"]:
@@ -122,6 +131,7 @@ def build_world(config: WorldConfig, out: Path, overwrite: bool = False) -> dict
         timings["shortcut_check_s"] = time.perf_counter() - t
 
         # Gold calibration: reference responses with expert labels.
+        step("gold labels")
         gold_responses = sample(policy, gold_prompts.tokens, 1.0, gen).responses
         expert = labels.expert_labels(
             oracle, gold_prompts.tokens, gold_responses, config.labels.expert_noise, gen
@@ -156,6 +166,7 @@ def build_world(config: WorldConfig, out: Path, overwrite: bool = False) -> dict
                 default, **spec.overrides, family_weights=run_family_weights(spec, config)
             )
             run_dir = root / "runs" / spec.name
+            step(f"RL run {spec.name}")
             log.info("world: RL run %s", spec.name)
             t_run = time.perf_counter()
             train_rl(run_cfg, root, run_dir)

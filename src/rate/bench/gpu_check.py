@@ -53,11 +53,10 @@ TOKENIZER_FILES = (
     "special_tokens_map.json",
     "vocab.txt",
 )
-# Scores of one text batched and alone may differ by bf16 rounding (other kernels for other
-# shapes): the check allows this share of the scores' spread, and asks for near-perfect rank
-# agreement.
-BF16_TOL_OF_STD = 0.05
-MIN_CORRELATION = 0.999
+# Scores of one text batched and alone differ by bf16 rounding (other kernels for other shapes,
+# accumulated over the layers): each may differ by this share of its size plus the scores'
+# spread (random weights can give scores that differ little from text to text).
+BF16_RTOL = 0.05
 
 
 def texts(n: int) -> list[str]:
@@ -90,13 +89,15 @@ def build_model(folder: Path, size: str, seed: int = 0) -> int:
 
 
 def agreement(a: list[float], b: list[float]) -> dict:
-    """Max absolute difference, the scores' spread and the Pearson correlation of ``a``, ``b``."""
+    """Whether ``a`` agrees with the reference ``b`` within bf16 tolerance, elementwise
+    (|a - b| <= BF16_RTOL * (|b| + std(b))); the largest difference, the spread and the
+    Pearson correlation, for the report."""
     x, y = torch.tensor(a, dtype=torch.float64), torch.tensor(b, dtype=torch.float64)
-    std = float(y.std())
+    std = float(y.std()) if len(b) > 1 else 0.0
     corr = float(torch.corrcoef(torch.stack([x, y]))[0, 1]) if std > 0 else float("nan")
-    diff = float((x - y).abs().max())
-    ok = diff <= BF16_TOL_OF_STD * std and corr >= MIN_CORRELATION
-    return {"max_abs_diff": diff, "std": std, "correlation": corr, "agree": ok}
+    diff = (x - y).abs()
+    ok = bool((diff <= BF16_RTOL * (y.abs() + std)).all())
+    return {"max_abs_diff": float(diff.max()), "std": std, "correlation": corr, "agree": ok}
 
 
 def _timed(device: str, fn):
@@ -138,7 +139,7 @@ def forced_oom(
     torch.cuda.empty_cache()
     free, _ = torch.cuda.mem_get_info()
     # Room for the weights' working set at a small batch, not for `batch` long texts.
-    headroom = 2 * 1024**3
+    headroom = 1024**3
     hog = torch.empty(max(0, free - headroom), dtype=torch.uint8, device=scorer.device)
     halvings: list[str] = []
 

@@ -58,7 +58,7 @@ demo: $(STAMP) ## run the end-to-end demo on the tiny world (CPU, minutes)
 demo-text: $(STAMP) ## the pipeline on real drug reviews, offline: rule rewrites, MiniLM and VADER
 	$(VENV)/bin/rate demo-text
 
-gpu-check: $(STAMP) ## on a GPU: a random 1B Llama scorer in bf16, batched vs one at a time, a forced OOM (skips without CUDA)
+gpu-check: $(STAMP) ## on a GPU: a random 1B Llama scorer in bf16, batched vs one at a time, a forced OOM (skips without CUDA; OUT=dir: a JSON report there)
 	$(PY) -m rate.bench.gpu_check $(if $(OUT),--out $(OUT)/gpu_check.json)
 
 create_dataset: $(STAMP) ## stage 1: classify W and rewrite twice (CONFIG=experiments/config.yaml)

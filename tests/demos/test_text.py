@@ -60,3 +60,10 @@ def test_text_table_says_when_too_few_rewrites_passed():
         "n/a (< 2) |"
     )
     assert lines[3].endswith("| +0.500 (0.100) | +0.500 (0.100) (2) |")
+    # One example in an arm: no standard error, the estimate alone.
+    rows[0]["all"] = a | {f"{names[0]}_stderr": None}
+    assert (
+        text_table(rows[:1])
+        .splitlines()[2]
+        .startswith("| t (3/1) | VADER compound | +0.500 (n/a) |")
+    )

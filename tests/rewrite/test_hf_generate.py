@@ -13,7 +13,11 @@ import torch
 
 from rate.errors import ConfigError, TemplateError
 from rate.rewrite.base import RewriteRequest
-from rate.rewrite.hf_generate import HFGenerateRewriter, build_hf_generate_rewriter
+from rate.rewrite.hf_generate import (
+    HFGenerateRewriter,
+    build_hf_generate_rewriter,
+    stopped_at_limit,
+)
 from rate.rewrite.options import HFGenerateOptions
 from rate.schema import from_dict
 from tests.helpers import ROOT
@@ -352,6 +356,7 @@ def test_describe(llama_dir):
     assert d == {
         "backend": "hf_generate",
         "model": str(llama_dir),
+        "gguf_file": "",
         "chat": True,
         "system": "be short",
         "sampling": "per-request seeded (Gumbel-max)",
@@ -380,6 +385,8 @@ def test_describe(llama_dir):
         ({"model": " "}, "rewriter.model"),
         ({"chat": False, "system": "be short"}, "rewriter.system"),
         ({"temperatur": 0.5}, "rewriter.temperatur"),  # unknown key (the schema's check)
+        ({"gguf_file": "model.bin"}, "rewriter.gguf_file"),
+        ({"gguf_file": "sub/model.gguf"}, "rewriter.gguf_file"),
     ],
 )
 def test_option_errors_name_the_key(keys, key):
@@ -433,8 +440,43 @@ def test_create_dataset_with_a_local_model_through_a_template(llama_dir, tmp_pat
     for row in first.values():
         assert isinstance(row["completions"]["rewrite"], str)
         assert isinstance(row["completions"]["rewritten rewrite"], str)
-        assert row["checks"] == {"rewrite": "unchecked", "rewritten rewrite": "unchecked"} or (
-            "empty" in row["checks"].values() or "unchanged" in row["checks"].values()
-        )
+        # A random model rarely ends a text in 6 tokens: those are cut (length_limit).
+        assert set(row["checks"].values()) <= {"unchecked", "length_limit", "empty", "unchanged"}
     meta = read_json(outs[0].with_name(outs[0].name + ".meta.json"))
     assert meta["rewriter"]["backend"] == "hf_generate"
+    labels = [row["checks"]["rewrite"] for row in first.values()]
+    assert meta["rewrite_checks"]["rewrite"]["length_limit"] == labels.count("length_limit")
+
+
+def test_stopped_at_limit_is_a_row_without_an_end_token():
+    new = torch.tensor([[5, 6, 2, 2], [5, 6, 7, 8], [9, 1, 1, 1]])  # ended, cut, ended (eos 9)
+    assert stopped_at_limit(new, 2) == [False, True, True]
+    assert stopped_at_limit(new, [2, 9]) == [False, True, False]
+    assert stopped_at_limit(new, None) == [True, True, True]
+
+
+def test_outputs_that_reach_max_new_tokens_are_reported_cut(llama_dir, caplog):
+    """Through rewrite(): with an end token the model never emits every output is cut (and
+    the run says so); with every token an end token none is."""
+    rewriter = make(llama_dir)
+    rewriter.generation_config.eos_token_id = [10_000]  # beyond the vocabulary: never generated
+    with caplog.at_level("WARNING"):
+        rewriter.rewrite(REQUESTS)
+    assert rewriter.stopped_at_limit(REQUESTS) == [True] * len(REQUESTS)
+    assert "6 of 6 rewrites stopped at rewriter.max_new_tokens (6)" in caplog.text
+    rewriter.generation_config.eos_token_id = list(range(len(rewriter.tokenizer)))
+    rewriter.rewrite(REQUESTS)
+    assert rewriter.stopped_at_limit(REQUESTS) == [False] * len(REQUESTS)
+    assert rewriter.stopped_at_limit(REQUESTS[:2]) == [False, False]
+
+
+def test_a_missing_gguf_file_names_the_key(llama_dir):
+    with pytest.raises(TemplateError, match=r"has no GGUF file 'nope.gguf'; set the 'gguf_file'"):
+        make(llama_dir, gguf_file="nope.gguf")
+
+
+def test_a_package_model_that_is_not_installed_says_how_to_install(llama_dir):
+    from rate.errors import DataFileError
+
+    with pytest.raises(DataFileError, match="'no_such_model_pkg' is not installed; install it"):
+        make(Path("unused"), model="package:no_such_model_pkg")

@@ -31,6 +31,23 @@ def test_drug_reviews_are_the_packaged_splits_cleaned():
         drug_reviews("dev")
 
 
+def test_drug_review_source_max_words_keeps_the_short_reviews():
+    from rate.datasets.base import SourceContext
+    from rate.datasets.offline_sources import DrugReviewStream
+    from rate.datasets.options import DrugReviewSource
+    from rate.errors import ConfigError
+    from rate.schema import from_dict
+
+    ctx = SourceContext(world=None, seed=0, template_path="t.yaml")
+    reviews = [r["review"] for s in ("train", "test") for r in drug_reviews(s)]
+    spec = from_dict(DrugReviewSource, {"max_words": 30}, "t.yaml", "source")
+    (kept,) = DrugReviewStream(spec, ctx).chunks()
+    assert sorted(e.text for e in kept) == sorted(r for r in reviews if len(r.split()) <= 30)
+    assert len(kept) == 134 and max(len(e.text.split()) for e in kept) == 30
+    with pytest.raises(ConfigError, match="t.yaml: key 'source.max_words' must be >= 1"):
+        from_dict(DrugReviewSource, {"max_words": 0}, "t.yaml", "source")
+
+
 def test_chatterbot_pairs():
     pairs = chatterbot_pairs()
     assert len(pairs) == 2393

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from rate.datasets.base import Example, ExampleStream, SourceContext
-from rate.datasets.options import ChatterbotSource, DrugReviewSource
+from rate.datasets.options import TEXT_MEASURES, ChatterbotSource, DrugReviewSource
 from rate.errors import ConfigError
 from rate.packaged import DRUG_FIELDS, DRUG_SPLITS, chatterbot_pairs, drug_reviews
 from rate.seeding import stable_seed
@@ -22,9 +22,11 @@ class DrugReviewStream(ExampleStream):
 
     def chunks(self) -> Iterator[list[Example]]:
         splits = list(DRUG_SPLITS) if self.spec.split == "all" else [self.spec.split]
-        examples = []
+        examples, limit = [], self.spec.max_words
         for split in splits:
             for r in drug_reviews(split):
+                if limit is not None and TEXT_MEASURES["text_words"](r["review"]) > limit:
+                    continue
                 prompt = self.spec.prompt.format(drug=r["drug"], condition=r["condition"])
                 fields = {k: r[k] for k in DRUG_FIELDS} | {"split": split}
                 examples.append(Example(f"{split}-{r['id']}", r["review"], prompt, fields))

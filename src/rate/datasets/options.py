@@ -139,10 +139,17 @@ class DrugReviewSource(Part):
 
     split: str = "all"  # train, test or all
     prompt: str = "Write a review of {drug} for {condition}: "
+    # Keep only reviews of at most this many words (a rewriter with a short output cap, such
+    # as a small model on a CPU, can then finish its rewrites); null: every review.
+    max_words: int | None = None
 
     def validate(self, where: str) -> None:
         if self.split not in (*DRUG_SPLITS, "all"):
             raise ConfigError(f"{where}: key 'source.split': train, test or all")
+        if self.max_words is not None and self.max_words < 1:
+            raise ConfigError(
+                f"{where}: key 'source.max_words' must be >= 1 or null (every review)"
+            )
         names = {f for _, f, _, _ in string.Formatter().parse(self.prompt) if f}
         if names - {"drug", "condition"}:
             raise ConfigError(

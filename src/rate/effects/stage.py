@@ -50,6 +50,8 @@ log = logging.getLogger(__name__)
 
 # No reward model scores this far from 0; beyond it, squares and sums of scores overflow.
 MAX_SCORE = 1e100
+# only_successful_rewrites: fewer examples than this left is an error (nothing to estimate).
+MIN_KEPT = 2
 
 
 def extract_scores(
@@ -270,7 +272,7 @@ def effects_for_columns(
             n_rows,
             ", ".join(f"{k} {v}" for k, v in sorted(dropped.items())) or "none",
         )
-        if len(cols) < 2:
+        if len(cols) < MIN_KEPT:
             raise DataFileError(
                 f"{source}: only {len(cols)} examples have rewrites that passed the checks; "
                 "look at the checks in the create_dataset metadata"

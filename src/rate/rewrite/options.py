@@ -98,7 +98,8 @@ _DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 
 @dataclass
 class HFGenerateOptions(Part):
-    model: str  # a hub id (org/name) or a local folder
+    model: str  # a hub id (org/name), a local folder, or package:<module> (an installed package)
+    gguf_file: str = ""  # a .gguf file in the model's folder or repo to load; "": safetensors
     chat: bool = True  # format with the tokenizer's chat template and its generation prompt
     system: str = ""  # an optional system message (chat: true only)
     max_new_tokens: int = 512
@@ -113,6 +114,13 @@ class HFGenerateOptions(Part):
     def validate(self, where: str) -> None:
         if not self.model.strip():
             raise ConfigError(f"{where}: key 'rewriter.model' must name a hub id or a folder")
+        if self.gguf_file and (
+            not self.gguf_file.endswith(".gguf") or Path(self.gguf_file).name != self.gguf_file
+        ):
+            raise ConfigError(
+                f"{where}: key 'rewriter.gguf_file' must be the name of a .gguf file in the "
+                f"model's folder (no path), got {self.gguf_file!r}"
+            )
         if self.system and not self.chat:
             raise ConfigError(
                 f"{where}: key 'rewriter.system' needs 'rewriter.chat: true' (a plain prompt "

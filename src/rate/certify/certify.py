@@ -18,6 +18,7 @@ import torch
 from rate.certify.estimators import (
     ESS_MIN,
     LEVEL,
+    SUPPORT_MIN,
     Interval,
     abstains,
     bootstrap_counts,
@@ -49,6 +50,7 @@ class CertifySettings:
     replicates: int = 2000
     folds: int = 2
     ess_min: float = ESS_MIN
+    support_min: float = SUPPORT_MIN
     seed: int = 0
 
 
@@ -154,7 +156,7 @@ def certify_inputs(inputs: dict[str, FamilyInputs], settings: CertifySettings = 
             "n_gold": n,
             "ess": round(ess_value, 2),
             "kl": round(kl, 4),
-            "abstain": abstains(ess_value, n, kl, settings.ess_min),
+            "abstain": abstains(ess_value, n, kl, settings.ess_min, settings.support_min),
             "reference": Interval.of(ref_point, ref_reps).as_dict(),
             "snips": Interval.of(snips_point, snips_reps).as_dict(),
             "dr": Interval.t(dr_point, dr_reps, ess_value - 1).as_dict(),

@@ -186,3 +186,19 @@ def test_a_log_file_that_cannot_be_written_says_so_once(tmp_path, capsys, restor
     assert "--- Logging error ---" not in err and "Traceback" not in err
     assert err.count("rate: warning: cannot write the log file") == 1
     assert "No space left on device" in err and "line 4" in err
+
+
+def test_quiet_stages_keep_their_log_file_whole(tmp_path, capsys):
+    import logging
+
+    from rate.settings import setup_logging
+
+    log_file = tmp_path / "stage.log"
+    setup_logging("INFO", log_file, stderr_level="WARNING")
+    logging.getLogger("rate.test").info("an info line")
+    logging.getLogger("rate.test").warning("a warning line")
+    err = capsys.readouterr().err
+    assert "a warning line" in err and "an info line" not in err
+    text = log_file.read_text()
+    assert "an info line" in text and "a warning line" in text
+    setup_logging("INFO")  # back to the default for the other tests

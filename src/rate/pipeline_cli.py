@@ -155,7 +155,11 @@ def _start(args: argparse.Namespace, stage: str) -> tuple[Config, Layout]:
         check_group_by(config, str(args.config))
     layout = Layout.from_env()
     log_file = new_log_path(layout.logs, stage, config.smoke_test)
-    setup_logging("DEBUG" if getattr(args, "verbose", False) else "INFO", log_file)
+    setup_logging(
+        "DEBUG" if getattr(args, "verbose", False) else "INFO",
+        log_file,
+        stderr_level="WARNING" if getattr(args, "quiet", False) else None,
+    )
     log.info("%s with %s; PROJECT_DIR=%s; log %s", stage, args.config, layout.root, log_file)
     return config, layout
 

@@ -196,10 +196,14 @@ def current_log_file() -> str | None:
     return None
 
 
-def setup_logging(level: str | int = "INFO", log_file: Path | None = None) -> None:
+def setup_logging(
+    level: str | int = "INFO", log_file: Path | None = None, stderr_level: str | None = None
+) -> None:
     """Configure the root logger: stderr (and `log_file` if given), secrets redacted.
 
-    Calling it again replaces the handlers it added before rather than duplicating them.
+    ``stderr_level`` (default: ``level``) lets `-q` quieten the terminal while the log file
+    keeps the record. Calling it again replaces the handlers it added before rather than
+    duplicating them.
     """
     root = logging.getLogger()
     for handler in list(root.handlers):
@@ -207,7 +211,10 @@ def setup_logging(level: str | int = "INFO", log_file: Path | None = None) -> No
             root.removeHandler(handler)
             handler.close()
 
-    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    file_level = level.upper() if isinstance(level, str) else logging.getLevelName(level)
+    stream = logging.StreamHandler(sys.stderr)
+    stream.setLevel((stderr_level or file_level).upper())
+    handlers: list[logging.Handler] = [stream]
     if log_file is not None:
         log_file = Path(log_file)
         ensure_dir(log_file.parent)
@@ -220,4 +227,4 @@ def setup_logging(level: str | int = "INFO", log_file: Path | None = None) -> No
         handler.addFilter(secret_redactor)
         handler._rate_handler = True  # type: ignore[attr-defined]
         root.addHandler(handler)
-    root.setLevel(level.upper() if isinstance(level, str) else level)
+    root.setLevel(min(logging.getLevelName(file_level), stream.level))

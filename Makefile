@@ -22,7 +22,7 @@ STAGE = $(if $(PARTITION),$(VENV)/bin/rate submit $(1) $(WAIT_FLAG),$(VENV)/bin/
 .DEFAULT_GOAL := help
 .PHONY: help setup demo audit-demo demo-text test test-fast fixture bench lint format clean \
 	create_dataset score_dataset treatment_effects plots pipeline sweep smoke synthetic semisynthetic-text coverage validate \
-	faults matrix tilt-study gpu-check
+	faults matrix release-study tilt-study gpu-check
 
 help: ## list the targets and the variables they take
 	@echo "Targets:"
@@ -35,7 +35,8 @@ help: ## list the targets and the variables they take
 	@echo "  PARTITION          set: the stage targets submit SLURM jobs to this partition"
 	@echo "  WAIT               WAIT=1: a single submitted stage waits for its job"
 	@echo "  SECTIONS, WORLD    make bench: the sections to run, a built world to reuse"
-	@echo "  WORLD, WRAPPER     make tilt-study: the world, a reward wrapper .py (MAX_N: oracle samples)"
+	@echo "  WORLD, WRAPPER     make tilt-study: the world, a reward wrapper .py (MAX_N: oracle samples);"
+	@echo "                     make release-study: the world"
 	@echo "  VENV               the virtual environment (now: $(VENV))"
 
 # torch==2.13.0 goes in first: pip takes that CPU build from local disk, and the range in
@@ -108,9 +109,13 @@ coverage: $(STAMP) ## interval coverage over 200 samples against the population 
 	$(VENV)/bin/rate study coverage --template tinyrlhf_dune_pa
 	$(VENV)/bin/rate study coverage --template tinyrlhf_ember_he
 
-TILT_WORLD ?= $(or $(WORLD),$(PROJECT_DIR)/tinyrlhf/world)
+STUDY_WORLD ?= $(or $(WORLD),$(PROJECT_DIR)/tinyrlhf/world)
+release-study: $(STAMP) ## no, ridge, our and the oracle correction, R1 and R2, three seeds, against the truth (WORLD=dir; hours)
+	$(VENV)/bin/rate study release --world $(STUDY_WORLD) \
+		--out $(PROJECT_DIR)/release_study/$(notdir $(abspath $(STUDY_WORLD)))
+
 tilt-study: $(STAMP) ## the tilt forecast's signs against the oracle's pi_beta (WORLD=dir, WRAPPER=file.py)
-	$(VENV)/bin/rate study tilt --world $(TILT_WORLD) $(if $(WRAPPER),--wrapper $(WRAPPER)) \
+	$(VENV)/bin/rate study tilt --world $(STUDY_WORLD) $(if $(WRAPPER),--wrapper $(WRAPPER)) \
 		$(if $(MAX_N),--max-n $(MAX_N)) --out experiments/tilt
 
 test: $(STAMP) ## run the full test suite, slow tests included (what CI runs)

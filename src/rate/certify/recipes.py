@@ -90,6 +90,9 @@ def recipe_sweep(
             )
     passing = [c for c in candidates if c["decision"] == "ship"]
     chosen = max(passing, key=lambda c: c["dr"]["low"]) if passing else None
+    # When the selection half supports none, the best estimate is still worth a look, but it
+    # is not a certified choice: the weights could not back it.
+    uncertified = max(candidates, key=lambda c: c["dr"]["estimate"]) if candidates else None
     result = {
         "world": str(world),
         "kl_coefs": kl_coefs,
@@ -100,6 +103,7 @@ def recipe_sweep(
         "gold_split": {"selection": len(select), "report": len(report_rows)},
         "candidates": candidates,
         "chosen": chosen,
+        "best_uncertified": None if chosen else uncertified,
     }
     if chosen is not None:
         held_out = certify_policy(
@@ -131,6 +135,13 @@ def markdown(result: dict) -> str:
         )
     if result["chosen"] is None:
         lines += ["", "No checkpoint passed the guardrails on the selection half: nothing chosen."]
+        best = result.get("best_uncertified")
+        if best:
+            lines.append(
+                f"The highest estimate, not certified: kl_coef {best['kl_coef']:g}, step "
+                f"{best['step']} ({best['dr']['estimate']:.3f}; min ESS {best['min_ess']:.1f}). "
+                "More gold labels in the families that abstain would let it be certified."
+            )
     else:
         h = result["held_out"]["balanced"]
         lines += [

@@ -22,10 +22,9 @@ from rate.certify.assess import markdown as assessment_table
 from rate.certify.certify import CertifySettings
 from rate.io import atomic_write_json, read_json
 from rate.settings import project_dir
+from rate.studies.release import check_assessment
 from rate.tinyrlhf.audit_truth import check_audit
 from rate.tinyrlhf.build import ensure_world
-from rate.tinyrlhf.evaluate import evaluate_policy, load_oracle
-from rate.tinyrlhf.models import load_policy
 from rate.tinyrlhf.rl import load_rl_config, train_rl
 
 log = logging.getLogger(__name__)
@@ -40,7 +39,6 @@ def run_audit_demo(
     )
     out = out or project_dir() / "audit_demo"
     out.mkdir(parents=True, exist_ok=True)
-    oracle, _ = load_oracle(world)
 
     print("1. Audit: which features does the reward model pay for beyond expert quality?")
     audit_path = out / "audit.json"
@@ -82,26 +80,17 @@ def run_audit_demo(
 
     print("6. Against the truth (true quality on the balanced mix, the oracle's rule: gain "
           ">= 0.03 and no family below the reference by more than 0.03):")  # fmt: skip
-    reference = evaluate_policy(load_policy(world / "policy"), oracle, None, None, per_family)
-    ref = reference["balanced"]["true_quality"]
-    print(f"   reference: {ref:.3f}")
-    agree = 0
-    for row in assessment["runs"]:
-        report = evaluate_policy(load_policy(Path(row["policy"])), oracle, None, None, per_family)
-        true_q = report["balanced"]["true_quality"]
-        worst = min(
-            report["per_family"][f]["true_quality"] - reference["per_family"][f]["true_quality"]
-            for f in report["per_family"]
-        )
-        should = true_q - ref >= 0.03 and worst >= -0.03
-        agree += should == row["ship"]
+    truth = check_assessment(world, assessment, per_family)
+    print(f"   reference: {truth['reference']:.3f}")
+    for row, mine in zip(truth["runs"], assessment["runs"], strict=True):
         print(
-            f"   {row['run']}: true {true_q:.3f} (gain {true_q - ref:+.3f}, worst family "
-            f"{worst:+.3f}); certified {row['balanced_dr']['estimate']:.3f}; "
-            f"{'ship' if row['ship'] else row['decision']} / oracle says "
-            f"{'ship' if should else 'no'}"
+            f"   {row['run']}: true {row['true_quality']:.3f} (gain {row['gain']:+.3f}, worst "
+            f"family {row['worst_family_gain']:+.3f}); certified "
+            f"{mine['balanced_dr']['estimate']:.3f}; {'ship' if row['ship'] else row['decision']}"
+            f" / oracle says {'ship' if row['oracle_ship'] else 'no'}"
         )
     print(
-        f"   the assessment agrees with the oracle's rule on {agree} of {len(assessment['runs'])}"
+        f"   the assessment agrees with the oracle's rule on {truth['agree']} of "
+        f"{len(truth['runs'])} ({truth['false_ships']} false ship)"
     )
     return 0

@@ -74,6 +74,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--out", type=Path, required=True)
     v.set_defaults(func=cmd_certify_coverage)
 
+    x = study.add_parser(
+        "assess-truth", help="a `rate tinyrlhf assess`'s decisions against the oracle's rule"
+    )
+    x.add_argument("--world", type=Path, required=True)
+    x.add_argument("--assessment", type=Path, required=True, help="its folder (assessment.json)")
+    x.add_argument("--per-family", type=int, default=500, help="evaluation prompts per family")
+    x.set_defaults(func=cmd_assess_truth)
+
     w = study.add_parser(
         "sweep-truth", help="a `rate tinyrlhf sweep`'s checkpoints and choice against the truth"
     )
@@ -240,6 +248,27 @@ def cmd_certify_coverage(args: argparse.Namespace) -> int:
     atomic_write_json(args.out / "certify_coverage.json", study)
     atomic_write_text(args.out / "certify_coverage.md", table)
     print(table, end="")
+    return 0
+
+
+def cmd_assess_truth(args: argparse.Namespace) -> int:
+    import json
+
+    from rate.io import atomic_write_json, read_json
+    from rate.studies.release import check_assessment
+
+    result = check_assessment(
+        args.world, read_json(args.assessment / "assessment.json"), args.per_family
+    )
+    atomic_write_json(args.assessment / "assessment_truth.json", result)
+    print("| run | decision | oracle | true quality | gain | worst family gain |")
+    print("|---|---|---|---|---|---|")
+    for r in result["runs"]:
+        print(
+            f"| {r['run']} | {r['decision']} | {'ship' if r['oracle_ship'] else 'no'} | "
+            f"{r['true_quality']:.3f} | {r['gain']:+.3f} | {r['worst_family_gain']:+.3f} |"
+        )
+    print(json.dumps({k: result[k] for k in ("reference", "agree", "false_ships")}))
     return 0
 
 

@@ -36,6 +36,7 @@ CORRECTIONS = ("none", "ridge", "ours", "oracle")
 OURS_WITHIN_ORACLE = 0.02
 OURS_OVER_RIDGE = 0.03
 FAMILY_FLOOR = -0.03
+ORACLE_MIN_GAIN = 0.03  # the oracle's rule: a release must gain this much on the balanced mix
 SWEEP_WITHIN_BEST = 0.03  # the sweep's choice, in true quality, against the grid's best
 
 
@@ -247,4 +248,47 @@ def check_sweep(world: Path, sweep: dict, per_family: int = 500) -> dict:
         "chosen_within_best": (
             best["true_quality"] - mine["true_quality"] <= SWEEP_WITHIN_BEST if mine else False
         ),
+    }
+
+
+def oracle_verdict(policy: Path, oracle, reference: dict, per_family: int = 500) -> dict:
+    """The oracle's rule for one policy: ship when its true balanced gain over the reference is
+    >= 0.03 and no family loses more than 0.03 (``reference``: evaluate_policy's report)."""
+    report = evaluate_policy(load_policy(Path(policy)), oracle, None, None, per_family)
+    gain = report["balanced"]["true_quality"] - reference["balanced"]["true_quality"]
+    worst = min(
+        report["per_family"][f]["true_quality"] - reference["per_family"][f]["true_quality"]
+        for f in FAMILIES
+    )
+    return {
+        "true_quality": report["balanced"]["true_quality"],
+        "gain": round(gain, 4),
+        "worst_family_gain": round(worst, 4),
+        "ship": gain >= ORACLE_MIN_GAIN and worst >= FAMILY_FLOOR,
+    }
+
+
+def check_assessment(world: Path, assessment: dict, per_family: int = 500) -> dict:
+    """Every assessed run's decision against the oracle's rule."""
+    oracle, _ = load_oracle(world)
+    reference = evaluate_policy(load_policy(Path(world) / "policy"), oracle, None, None, per_family)
+    rows = []
+    for run in assessment["runs"]:
+        truth = oracle_verdict(Path(run["policy"]), oracle, reference, per_family)
+        rows.append(
+            {
+                "run": run["run"],
+                "decision": run["decision"],
+                "ship": run["ship"],
+                "oracle_ship": truth["ship"],
+                "agrees": run["ship"] == truth["ship"],
+                "false_ship": run["ship"] and not truth["ship"],
+                **{k: truth[k] for k in ("true_quality", "gain", "worst_family_gain")},
+            }
+        )
+    return {
+        "reference": reference["balanced"]["true_quality"],
+        "runs": rows,
+        "agree": sum(r["agrees"] for r in rows),
+        "false_ships": sum(r["false_ship"] for r in rows),
     }

@@ -57,7 +57,8 @@ def test_unknown_chatterbot_topic_lists_the_topics(tmp_path, monkeypatch):
     put(tmp_path, monkeypatch, source={"kind": "chatterbot", "topics": ["ai", "cooking"]})
     config = load_config(
         ROOT / "experiments" / "config.yaml",
-        ["rewrites.dataset_name=drugreview_length", "smoke_test=true"],
+        # The default config groups by the tiny world's policy, which chatterbot rows lack.
+        ["rewrites.dataset_name=drugreview_length", "smoke_test=true", "effects.group_by=null"],
     )
     with pytest.raises(ConfigError, match=r"source.topics': unknown \['cooking'\].*ai, botprofile"):
         create_dataset(config, Layout(tmp_path / "p"))

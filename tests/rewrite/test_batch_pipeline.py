@@ -146,7 +146,12 @@ def test_dry_run_needs_a_paid_backend(tmp_path, monkeypatch):
     monkeypatch.setenv("RATE_TEMPLATE_PATH", str(tmp_path))
     config = load_config(
         ROOT / "experiments" / "config.yaml",
-        ["rewrites.dataset_name=drugreview_sentiment", "smoke_test=true", "rewrites.dry_run=true"],
+        [
+            "rewrites.dataset_name=drugreview_sentiment",
+            "smoke_test=true",
+            "rewrites.dry_run=true",
+            "effects.group_by=null",  # the default config's is the tiny world's policy
+        ],
     )
     with pytest.raises(ConfigError, match="sends no paid requests.*openai_batch"):
         create_dataset(config, Layout(tmp_path / "p"))

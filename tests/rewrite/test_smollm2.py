@@ -37,6 +37,7 @@ def test_smollm2_rewrites_real_drug_reviews_end_to_end(tmp_path):
             "create_dataset", "--config", "experiments/config.yaml",
             "--set", "rewrites.dataset_name=drugreview_sentiment_smollm2",
             "--set", "smoke_test=true", "--set", f"rewrites.smoke_n_examples={N}",
+            "--set", "effects.group_by=null",  # the default config groups by the world's policy
         ],
         project,
         HF_HUB_OFFLINE="1",

@@ -45,7 +45,8 @@ def run_text_pipeline(
     """create_dataset, score_dataset (two scorers), treatment_effects (all examples, and only
     those whose rewrites passed the checks); -> one row per (template, scorer)."""
     suffix, _, smoke_n = REWRITERS[rewriter]
-    overrides = [f"smoke_test={str(smoke).lower()}"]
+    # The drug reviews carry no policy field: the base config's grouping is the tiny world's.
+    overrides = [f"smoke_test={str(smoke).lower()}", "effects.group_by=null"]
     if smoke and smoke_n is not None:
         overrides.append(f"rewrites.smoke_n_examples={smoke_n}")
     base = load_config(config_path, overrides)

@@ -13,6 +13,7 @@ import traceback
 # so that `rate --help` stays fast.
 from rate import __version__, pipeline_cli
 from rate.audit import cli as audit_cli
+from rate.certify import cli as certify_cli
 from rate.demos import cli as demo_cli
 from rate.errors import RateError
 from rate.io import write_error
@@ -21,6 +22,7 @@ from rate.settings import load_settings, log_to_files, redact, setup_logging
 from rate.slurm import cli as slurm_cli
 from rate.studies import cli as study_cli
 from rate.sweep import cli as sweep_cli
+from rate.tilt import cli as tilt_cli
 from rate.tinyrlhf import cli as tiny_cli
 
 log = logging.getLogger(__name__)
@@ -46,7 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     slurm_cli.register(sub)
     study_cli.register(sub)
     sweep_cli.register(sub)
-    tiny_cli.register(sub)
+    tiny = tiny_cli.register(sub)
+    # The release tools sit above the tiny world's modules, so they join its command here.
+    certify_cli.register(tiny)
+    tilt_cli.register(tiny)
     return parser
 
 

@@ -116,3 +116,15 @@ def test_t_quantiles_and_welch_degrees_of_freedom():
     assert welch_df([0.1, 0.1], [10, 10]) == pytest.approx(20)
     iv = Interval.t(0.5, np.array([0.4, 0.6]), 1e12)
     assert iv.high - 0.5 == pytest.approx(1.959964 * np.std([0.4, 0.6], ddof=1), abs=1e-6)
+
+
+def test_named_paths_take_name_equals_dir_and_refuse_the_rest():
+    from pathlib import Path
+
+    from rate.certify.cli import named_paths
+    from rate.errors import ConfigError
+
+    assert named_paths(["a=x/y", "b=z"]) == {"a": Path("x/y"), "b": Path("z")}
+    for bad in ("a", "=x", "a="):
+        with pytest.raises(ConfigError, match=f"--policy '{bad}': expected NAME=DIR"):
+            named_paths([bad])

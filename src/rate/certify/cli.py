@@ -13,6 +13,17 @@ from pathlib import Path
 from rate.errors import ConfigError
 
 
+def named_paths(items: list[str], flag: str = "--policy") -> dict[str, Path]:
+    """``NAME=DIR`` arguments as a mapping, each malformed one a one-line error."""
+    out = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise ConfigError(f"{flag} {item!r}: expected NAME=DIR")
+        out[name] = Path(path)
+    return out
+
+
 def _settings_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--wrapper",
@@ -100,12 +111,7 @@ def cmd_assess(args: argparse.Namespace) -> int:
     from rate.certify.assess import assess_world, markdown
     from rate.io import atomic_write_json, atomic_write_text, read_json
 
-    policies = {}
-    for item in args.policy:
-        name, sep, path = item.partition("=")
-        if not sep or not name or not path:
-            raise ConfigError(f"--policy {item!r}: expected NAME=DIR")
-        policies[name] = Path(path)
+    policies = named_paths(args.policy)
     audit = read_json(args.audit)
     if not isinstance(audit, dict) or "candidates" not in audit:
         raise ConfigError(f"{args.audit}: not a `rate audit` JSON (no 'candidates')")

@@ -226,16 +226,11 @@ def cmd_release_study(args: argparse.Namespace) -> int:
 
 
 def cmd_certify_coverage(args: argparse.Namespace) -> int:
-    from rate.errors import ConfigError
+    from rate.certify.cli import named_paths
     from rate.io import atomic_write_json, atomic_write_text
     from rate.studies.certify import coverage_study, markdown
 
-    policies = {}
-    for item in args.policy:
-        name, sep, path = item.partition("=")
-        if not sep or not name or not path:
-            raise ConfigError(f"--policy {item!r}: expected NAME=DIR")
-        policies[name] = Path(path)
+    policies = named_paths(args.policy)
     study = coverage_study(
         args.world,
         policies,

@@ -7,7 +7,6 @@ import json
 import logging
 from pathlib import Path
 
-from rate.certify.cli import register as register_release
 from rate.errors import RateError
 from rate.io import atomic_write_json, write_jsonl
 
@@ -18,7 +17,7 @@ log = logging.getLogger(__name__)
 # `rate --help` and the pipeline's stages should not pay.
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:
     p = sub.add_parser("tinyrlhf", help="the tiny RLHF world: build, train, evaluate")
     tiny = p.add_subparsers(dest="tiny_command", required=True, metavar="COMMAND")
 
@@ -110,16 +109,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     st.add_argument("--out", type=Path, help="also write the full statistics as JSON here")
     st.set_defaults(func=cmd_stats)
 
-    t = tiny.add_parser("tilt", help="reward tails and a forecast of pi_beta's quality from gold")
-    t.add_argument("--world", type=Path, required=True)
-    t.add_argument("--wrapper", type=Path, help="a reward wrapper .py: also the corrected reward")
-    t.add_argument("--beta", type=float, nargs="+", default=[0.1, 0.05], help="KL coefficients")
-    t.add_argument("--tail-samples", type=int, default=10_000, help="reference samples/family")
-    t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--out", type=Path, required=True, help="folder for tilt.json, .md, Q-Q pngs")
-    t.set_defaults(func=cmd_tilt)
-
-    register_release(tiny)
+    return tiny
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -273,15 +263,4 @@ def cmd_stats(args: argparse.Namespace) -> int:
     lines.append(shortcut_table(stats["shortcuts"]))
     print("\n".join(lines) + "\n")
     print(quality_table({"reference": stats["reference"], **stats["runs"]}))
-    return 0
-
-
-def cmd_tilt(args: argparse.Namespace) -> int:
-    from rate.tilt.report import markdown, write_report
-    from rate.tilt.run import tilt_analysis
-
-    analysis = tilt_analysis(args.world, args.wrapper, args.beta, args.tail_samples, seed=args.seed)
-    written = write_report(analysis, args.out)
-    print(markdown(analysis))
-    print("wrote " + ", ".join(str(p) for p in written))
     return 0

@@ -1,0 +1,29 @@
+"""`rate tinyrlhf tilt`: the reward's tails and the pi_beta forecast, registered under
+`rate tinyrlhf` (its module imports when the command runs, to keep `rate --help` fast)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(tiny: argparse._SubParsersAction) -> None:
+    t = tiny.add_parser("tilt", help="reward tails and a forecast of pi_beta's quality from gold")
+    t.add_argument("--world", type=Path, required=True)
+    t.add_argument("--wrapper", type=Path, help="a reward wrapper .py: also the corrected reward")
+    t.add_argument("--beta", type=float, nargs="+", default=[0.1, 0.05], help="KL coefficients")
+    t.add_argument("--tail-samples", type=int, default=10_000, help="reference samples/family")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--out", type=Path, required=True, help="folder for tilt.json, .md, Q-Q pngs")
+    t.set_defaults(func=cmd_tilt)
+
+
+def cmd_tilt(args: argparse.Namespace) -> int:
+    from rate.tilt.report import markdown, write_report
+    from rate.tilt.run import tilt_analysis
+
+    analysis = tilt_analysis(args.world, args.wrapper, args.beta, args.tail_samples, seed=args.seed)
+    written = write_report(analysis, args.out)
+    print(markdown(analysis))
+    print("wrote " + ", ".join(str(p) for p in written))
+    return 0

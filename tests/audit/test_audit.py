@@ -219,7 +219,7 @@ class CountingRM(torch.nn.Module):
 def test_the_benchmarks_count_of_reward_model_calls_is_the_audits(small_world, with_rate):
     """BENCHMARKS.md reports each audit's reward-model calls by rate.bench.audit.rm_calls: the
     count of a real run (the diagnostic measures no RATE)."""
-    from rate.bench.audit import rm_calls
+    from rate.bench.audit import flagged_pairs, rm_calls
 
     inputs = load_inputs(small_world, use_gold=with_rate)
     inputs.rm = CountingRM(inputs.rm)
@@ -227,7 +227,7 @@ def test_the_benchmarks_count_of_reward_model_calls_is_the_audits(small_world, w
         n_token=6, n_pair=3, n_rate_token=4, n_rate_pair=2, with_rate=with_rate
     )
     audit = run_audit(inputs, settings)
-    assert inputs.rm.calls == rm_calls(settings)
+    assert inputs.rm.calls == rm_calls(settings, flagged_pairs(audit))
     rate_scores = [r["rate_score"] for r in audit["candidates"]]
     assert np.isfinite(rate_scores).any() == with_rate
 

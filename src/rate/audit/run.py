@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from rate.audit.baselines import naive_scan, ridge_scan
+from rate.audit.complexes import measure_complexes
 from rate.audit.scan import AuditSettings, audit_family, decide, family_inputs
 from rate.errors import ConfigError
 from rate.progress import progress
@@ -95,6 +96,12 @@ def run_audit(inputs: AuditInputs, settings: AuditSettings) -> dict:
             audits.append(fa)
             responses[fam], scores[fam] = resp, base
     rows = decide(audits, settings)
+    if settings.n_complex > 0:
+        with torch.inference_mode():
+            prompts = {fam: per_family[fam].prompts for fam in responses}
+            measure_complexes(
+                rows, inputs.rm, prompts, responses, settings.n_complex, settings.seed
+            )
     measured_s = time.perf_counter() - t0
     order = sorted(range(len(rows)), key=lambda i: -rows[i]["score"])
     for rank, i in enumerate(order, start=1):

@@ -49,6 +49,11 @@ class AuditSettings:
     )
     n_rate_token: int = opt(32, help="responses per family for RATE's token effects")
     n_rate_pair: int = opt(16, help="of those, the responses for RATE's pair interactions")
+    n_complex: int = opt(
+        64,
+        help="draws per cell of each flagged pair's complex (the pair's syllables at every "
+        "dose and arrangement, rate.audit.complexes), for the wrapper; 0: not measured",
+    )
     margin: float = opt(0.05, help="excesses up to this are not worth flagging (reward units)")
     alpha: float = opt(0.05, help="family-wise error rate of the flags (Holm)")
     pair_statistic: str = opt(

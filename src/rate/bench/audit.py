@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rate.audit.complexes import rm_calls as complex_calls
 from rate.audit.run import load_inputs, run_audit
 from rate.audit.scan import DIAGNOSTIC, AuditSettings
 from rate.bench.timing import timed
@@ -17,22 +18,29 @@ def bench_audit(world: Path) -> dict:
 
     full = AuditSettings()
     diagnostic = AuditSettings(**DIAGNOSTIC)
-    results = {"audit_rm_calls": rm_calls(full), "diagnostic_rm_calls": rm_calls(diagnostic)}
-    secs, _ = timed(lambda: run_audit(load_inputs(world), full))
-    results["audit_s"] = secs
-    secs, _ = timed(lambda: run_audit(load_inputs(world, use_gold=False), diagnostic))
+    secs, audit = timed(lambda: run_audit(load_inputs(world), full))
+    results = {"audit_s": secs, "audit_rm_calls": rm_calls(full, flagged_pairs(audit))}
+    secs, audit = timed(lambda: run_audit(load_inputs(world, use_gold=False), diagnostic))
     results["diagnostic_s"] = secs
+    results["diagnostic_rm_calls"] = rm_calls(diagnostic, flagged_pairs(audit))
     return results
 
 
-def rm_calls(st: AuditSettings) -> int:
-    """Reward-model evaluations of one audit with settings ``st``, over the six families."""
+def flagged_pairs(audit: dict) -> list[str]:
+    """The pairs an audit flagged (each gets its complex measured)."""
+    return [r["feature"] for r in audit["candidates"] if r["kind"] == "pair" and r["flagged"]]
+
+
+def rm_calls(st: AuditSettings, pairs: list[str] = ()) -> int:
+    """Reward-model evaluations of one audit with settings ``st``, over the six families, when
+    it flags ``pairs`` (names like ``"ka ra"``)."""
 
     s, L = N_SYLLABLES, RESPONSE_LEN
     per = st.n_token * (1 + L * s) + 2 * st.n_pair * s * s
     if st.with_rate:
         per += 2 * st.n_rate_token * L * s + 2 * st.n_rate_pair * s * s
-    return per * len(FAMILIES)
+    complexes = sum(complex_calls(p.split()[0] == p.split()[1], st.n_complex) for p in pairs)
+    return per * len(FAMILIES) + (complexes if st.n_complex > 0 else 0)
 
 
 def render_audit(r: dict, date: str | None) -> list[str]:

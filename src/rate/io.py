@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import grp
 import json
 import math
@@ -385,3 +386,30 @@ def read_json(path: PathLike) -> Any:
         raise DataFileError(
             f"{p}:{err.lineno}: not valid JSON ({err.msg}, column {err.colno}); fix the file"
         ) from None
+
+
+@contextlib.contextmanager
+def folder_lock(
+    folder: PathLike, busy: Callable[[str], RateError], name: str = ".lock"
+) -> Iterator[None]:
+    """Hold ``folder``'s lock (an ``flock`` on ``folder/name``) while the block runs, so that
+    two processes never drive the same output folder at once; the kernel drops it when its
+    process dies, however it dies. If another live process holds it, raise ``busy(pid)``."""
+    ensure_dir(folder)
+    path = Path(folder) / name
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as err:
+        raise write_error(path, err) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            raise busy(holder) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        apply_group_permissions(path)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock

@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from rate.certify.certify import CertifySettings, certify_policy, load_gold
-from rate.io import atomic_write_json, read_json
+from rate.errors import BusyError
+from rate.io import atomic_write_json, folder_lock, read_json
 from rate.tinyrlhf.rl import load_rl_config, train_rl
 from rate.tinyrlhf.vocab import FAMILIES
 
@@ -55,70 +56,77 @@ def recipe_sweep(
 ) -> dict:
     """Train (or reuse) one run per kl_coef under ``out/``, certify every checkpoint, choose."""
     world, out = Path(world), Path(out)
-    settings = settings or CertifySettings()
-    gold = load_gold(world)
-    select, report_rows = split_gold(gold.families.numpy(), seed)
-    base = load_rl_config(world / "configs" / "default.json")
-    candidates = []
-    for kl in kl_coefs:
-        run = out / f"kl{kl:g}-s{steps}"
-        if not (run / "checkpoint").is_dir():
-            config = dataclasses.replace(
-                base,
-                kl_coef=kl,
-                steps=steps,
-                save_every=save_every,
-                seed=seed,
-                reward_wrapper=str(Path(wrapper).resolve()) if wrapper else None,
-            )
-            log.info("sweep: training %s", run.name)
-            train_rl(config, world, run, overwrite=True)
-        for step, path in checkpoints_of(run).items():
-            cert = certify_policy(world, path, wrapper, settings=settings, gold_rows=select)
-            b = cert["balanced"]
-            candidates.append(
-                {
-                    "kl_coef": kl,
-                    "step": step,
-                    "checkpoint": str(path),
-                    "decision": cert["verdict"]["decision"],
-                    "reasons": cert["verdict"]["reasons"],
-                    "dr": b["dr"],
-                    "dr_gain": b["dr_gain"],
-                    "min_ess": b["min_ess"],
-                }
-            )
-    passing = [c for c in candidates if c["decision"] == "ship"]
-    chosen = max(passing, key=lambda c: c["dr"]["low"]) if passing else None
-    # When the selection half supports none, the best estimate is still worth a look, but it
-    # is not a certified choice: the weights could not back it.
-    uncertified = max(candidates, key=lambda c: c["dr"]["estimate"]) if candidates else None
-    result = {
-        "world": str(world),
-        "kl_coefs": kl_coefs,
-        "steps": steps,
-        "save_every": save_every,
-        "seed": seed,
-        "wrapper": str(wrapper) if wrapper else None,
-        "gold_split": {"selection": len(select), "report": len(report_rows)},
-        "candidates": candidates,
-        "chosen": chosen,
-        "best_uncertified": None if chosen else uncertified,
-    }
-    if chosen is not None:
-        held_out = certify_policy(
-            world, Path(chosen["checkpoint"]), wrapper, settings=settings, gold_rows=report_rows
-        )
-        result["held_out"] = {
-            "balanced": held_out["balanced"],
-            "verdict": held_out["verdict"],
-            "per_family": {
-                f: {"dr": r["dr"], "dr_gain": r["dr_gain"], "ess": r["ess"]}
-                for f, r in held_out["per_family"].items()
-            },
+    with folder_lock(
+        out,
+        lambda pid: BusyError(
+            f"{out}: another sweep (pid {pid}) is running in this folder; wait for it "
+            "to finish (a rerun then resumes from its runs), or choose another --out"
+        ),
+    ):
+        settings = settings or CertifySettings()
+        gold = load_gold(world)
+        select, report_rows = split_gold(gold.families.numpy(), seed)
+        base = load_rl_config(world / "configs" / "default.json")
+        candidates = []
+        for kl in kl_coefs:
+            run = out / f"kl{kl:g}-s{steps}"
+            if not (run / "checkpoint").is_dir():
+                config = dataclasses.replace(
+                    base,
+                    kl_coef=kl,
+                    steps=steps,
+                    save_every=save_every,
+                    seed=seed,
+                    reward_wrapper=str(Path(wrapper).resolve()) if wrapper else None,
+                )
+                log.info("sweep: training %s", run.name)
+                train_rl(config, world, run, overwrite=True)
+            for step, path in checkpoints_of(run).items():
+                cert = certify_policy(world, path, wrapper, settings=settings, gold_rows=select)
+                b = cert["balanced"]
+                candidates.append(
+                    {
+                        "kl_coef": kl,
+                        "step": step,
+                        "checkpoint": str(path),
+                        "decision": cert["verdict"]["decision"],
+                        "reasons": cert["verdict"]["reasons"],
+                        "dr": b["dr"],
+                        "dr_gain": b["dr_gain"],
+                        "min_ess": b["min_ess"],
+                    }
+                )
+        passing = [c for c in candidates if c["decision"] == "ship"]
+        chosen = max(passing, key=lambda c: c["dr"]["low"]) if passing else None
+        # When the selection half supports none, the best estimate is still worth a look, but it
+        # is not a certified choice: the weights could not back it.
+        uncertified = max(candidates, key=lambda c: c["dr"]["estimate"]) if candidates else None
+        result = {
+            "world": str(world),
+            "kl_coefs": kl_coefs,
+            "steps": steps,
+            "save_every": save_every,
+            "seed": seed,
+            "wrapper": str(wrapper) if wrapper else None,
+            "gold_split": {"selection": len(select), "report": len(report_rows)},
+            "candidates": candidates,
+            "chosen": chosen,
+            "best_uncertified": None if chosen else uncertified,
         }
-    atomic_write_json(out / "sweep.json", result)
-    return result
+        if chosen is not None:
+            held_out = certify_policy(
+                world, Path(chosen["checkpoint"]), wrapper, settings=settings, gold_rows=report_rows
+            )
+            result["held_out"] = {
+                "balanced": held_out["balanced"],
+                "verdict": held_out["verdict"],
+                "per_family": {
+                    f: {"dr": r["dr"], "dr_gain": r["dr_gain"], "ess": r["ess"]}
+                    for f, r in held_out["per_family"].items()
+                },
+            }
+        atomic_write_json(out / "sweep.json", result)
+        return result
 
 
 def markdown(result: dict) -> str:

@@ -17,7 +17,8 @@ import numpy as np
 import torch
 
 from rate.certify.certify import CertifySettings, certify_inputs, gather
-from rate.io import atomic_write_json, read_json
+from rate.errors import BusyError
+from rate.io import atomic_write_json, folder_lock, read_json
 from rate.progress import progress
 from rate.tinyrlhf.data import LabelledSet, pool_from_records
 from rate.tinyrlhf.evaluate import evaluate_policy, load_oracle
@@ -83,60 +84,67 @@ def coverage_study(
 ) -> dict:
     """Certify every policy on ``sets`` fresh gold sets; tally coverage and abstention."""
     world, out = Path(world), Path(out)
-    settings = settings or CertifySettings(fresh_per_family=300, replicates=1000)
-    start = time.perf_counter()
-    truth = {
-        name: true_values(world, p, truth_per_family, out / "truth" / f"{name}.json")
-        for name, p in policies.items()
-    }
-    reference = load_policy(world / "policy")
-    rm = load_reward_model(world / "reward_model")
-    transform = load_reward_wrapper(wrapper) if wrapper else None
-    loaded = {name: load_policy(p) for name, p in policies.items()}
-    cells: dict[str, dict] = {}
-    for s in progress(range(sets), desc="gold sets", total=sets):
-        gold = fresh_gold(world, gold_per_family, first_seed + s)
-        for name, policy in loaded.items():
-            run = CertifySettings(**{**vars(settings), "seed": s})
-            report = certify_inputs(
-                gather(policy, reference, rm, gold, transform, str(wrapper or ""), run), run
-            )
-            rows = {**report["per_family"], "balanced": report["balanced"]}
-            for cell, row in rows.items():
-                t = truth[name]["per_family" if cell != "balanced" else "balanced"]
-                true_q = t[cell]["quality"] if cell != "balanced" else t["quality"]
-                kl = (
-                    t[cell]["kl"]
-                    if cell != "balanced"
-                    else max(truth[name]["per_family"][f]["kl"] for f in FAMILIES)
+    with folder_lock(
+        out,
+        lambda pid: BusyError(
+            f"{out}: another coverage study (pid {pid}) is running in this folder; wait for it "
+            "to finish (a rerun then resumes from its runs), or choose another --out"
+        ),
+    ):
+        settings = settings or CertifySettings(fresh_per_family=300, replicates=1000)
+        start = time.perf_counter()
+        truth = {
+            name: true_values(world, p, truth_per_family, out / "truth" / f"{name}.json")
+            for name, p in policies.items()
+        }
+        reference = load_policy(world / "policy")
+        rm = load_reward_model(world / "reward_model")
+        transform = load_reward_wrapper(wrapper) if wrapper else None
+        loaded = {name: load_policy(p) for name, p in policies.items()}
+        cells: dict[str, dict] = {}
+        for s in progress(range(sets), desc="gold sets", total=sets):
+            gold = fresh_gold(world, gold_per_family, first_seed + s)
+            for name, policy in loaded.items():
+                run = CertifySettings(**{**vars(settings), "seed": s})
+                report = certify_inputs(
+                    gather(policy, reference, rm, gold, transform, str(wrapper or ""), run), run
                 )
-                c = cells.setdefault(
-                    f"{name}/{cell}",
-                    {"policy": name, "cell": cell, "true_quality": true_q, "true_kl": kl,
-                     "sets": 0, "abstained": 0, "dr_covered": 0, "snips_covered": 0,
-                     "dr_abs_error": []},
-                )  # fmt: skip
-                c["sets"] += 1
-                c["snips_covered"] += row["snips"]["low"] <= true_q <= row["snips"]["high"]
-                if row["abstain"]:
-                    c["abstained"] += 1
-                    continue
-                c["dr_covered"] += row["dr"]["low"] <= true_q <= row["dr"]["high"]
-                c["dr_abs_error"].append(abs(row["dr"]["estimate"] - true_q))
-    for c in cells.values():
-        errors = c.pop("dr_abs_error")
-        c["dr_mean_abs_error"] = round(float(np.mean(errors)), 4) if errors else None
-    return {
-        "world": str(world),
-        "wrapper": str(wrapper) if wrapper else None,
-        "sets": sets,
-        "first_seed": first_seed,
-        "gold_per_family": gold_per_family,
-        "settings": vars(settings),
-        "cells": list(cells.values()),
-        "summary": summarise(list(cells.values())),
-        "seconds": round(time.perf_counter() - start, 1),
-    }
+                rows = {**report["per_family"], "balanced": report["balanced"]}
+                for cell, row in rows.items():
+                    t = truth[name]["per_family" if cell != "balanced" else "balanced"]
+                    true_q = t[cell]["quality"] if cell != "balanced" else t["quality"]
+                    kl = (
+                        t[cell]["kl"]
+                        if cell != "balanced"
+                        else max(truth[name]["per_family"][f]["kl"] for f in FAMILIES)
+                    )
+                    c = cells.setdefault(
+                        f"{name}/{cell}",
+                        {"policy": name, "cell": cell, "true_quality": true_q, "true_kl": kl,
+                         "sets": 0, "abstained": 0, "dr_covered": 0, "snips_covered": 0,
+                         "dr_abs_error": []},
+                    )  # fmt: skip
+                    c["sets"] += 1
+                    c["snips_covered"] += row["snips"]["low"] <= true_q <= row["snips"]["high"]
+                    if row["abstain"]:
+                        c["abstained"] += 1
+                        continue
+                    c["dr_covered"] += row["dr"]["low"] <= true_q <= row["dr"]["high"]
+                    c["dr_abs_error"].append(abs(row["dr"]["estimate"] - true_q))
+        for c in cells.values():
+            errors = c.pop("dr_abs_error")
+            c["dr_mean_abs_error"] = round(float(np.mean(errors)), 4) if errors else None
+        return {
+            "world": str(world),
+            "wrapper": str(wrapper) if wrapper else None,
+            "sets": sets,
+            "first_seed": first_seed,
+            "gold_per_family": gold_per_family,
+            "settings": vars(settings),
+            "cells": list(cells.values()),
+            "summary": summarise(list(cells.values())),
+            "seconds": round(time.perf_counter() - start, 1),
+        }
 
 
 def summarise(cells: list[dict]) -> dict:

@@ -17,7 +17,8 @@ from pathlib import Path
 from rate.audit.run import load_inputs, run_audit
 from rate.audit.scan import AuditSettings
 from rate.audit.wrapper import corrections, write_corrections
-from rate.io import atomic_write_json, read_json
+from rate.errors import BusyError
+from rate.io import atomic_write_json, folder_lock, read_json
 from rate.tinyrlhf.audit_truth import oracle_corrections
 from rate.tinyrlhf.evaluate import evaluate_policy, load_oracle
 from rate.tinyrlhf.models import load_policy, load_reward_model
@@ -102,47 +103,56 @@ def run_release_study(
 ) -> dict:
     """Every cell of the grid, its summary and the goals' verdicts."""
     world, out = Path(world), Path(out)
-    wrappers = write_wrappers(world, out)
-    oracle, _ = load_oracle(world)
-    ref_path = out / "reference_eval.json"
-    if ref_path.is_file():
-        reference = read_json(ref_path)
-    else:
-        ref = load_policy(world / "policy")
-        reference = evaluate_policy(ref, oracle, None, None, per_family)
-        atomic_write_json(ref_path, reference)
-    cells = []
-    # Seed by seed, so that a study stopped early has every cell of its first seeds.
-    for seed in seeds:
-        for recipe_name, recipe in recipes.items():
-            for correction in corrections_:
-                run_dir = out / "runs" / f"{correction}-{recipe_name}-s{seed}"
-                log.info("release study: %s", run_dir.name)
-                report = run_cell(world, run_dir, wrappers[correction], recipe, seed, per_family)
-                cells.append(
-                    {
-                        "recipe": recipe_name,
-                        "correction": correction,
-                        "seed": seed,
-                        "run": str(run_dir.relative_to(out)),
-                        "balanced": report["balanced"]["true_quality"],
-                        "kl": report["balanced"].get("kl"),
-                        "per_family": {
-                            f: report["per_family"][f]["true_quality"] for f in FAMILIES
-                        },
-                    }
-                )
-    return {
-        "world": str(world),
-        "recipes": recipes,
-        "seeds": seeds,
-        "reference": {
-            "balanced": reference["balanced"]["true_quality"],
-            "per_family": {f: reference["per_family"][f]["true_quality"] for f in FAMILIES},
-        },
-        "cells": cells,
-        "summary": summarise(cells, reference, recipes, corrections_),
-    }
+    with folder_lock(
+        out,
+        lambda pid: BusyError(
+            f"{out}: another release study (pid {pid}) is running in this folder; wait for it "
+            "to finish (a rerun then resumes from its runs), or choose another --out"
+        ),
+    ):
+        wrappers = write_wrappers(world, out)
+        oracle, _ = load_oracle(world)
+        ref_path = out / "reference_eval.json"
+        if ref_path.is_file():
+            reference = read_json(ref_path)
+        else:
+            ref = load_policy(world / "policy")
+            reference = evaluate_policy(ref, oracle, None, None, per_family)
+            atomic_write_json(ref_path, reference)
+        cells = []
+        # Seed by seed, so that a study stopped early has every cell of its first seeds.
+        for seed in seeds:
+            for recipe_name, recipe in recipes.items():
+                for correction in corrections_:
+                    run_dir = out / "runs" / f"{correction}-{recipe_name}-s{seed}"
+                    log.info("release study: %s", run_dir.name)
+                    report = run_cell(
+                        world, run_dir, wrappers[correction], recipe, seed, per_family
+                    )
+                    cells.append(
+                        {
+                            "recipe": recipe_name,
+                            "correction": correction,
+                            "seed": seed,
+                            "run": str(run_dir.relative_to(out)),
+                            "balanced": report["balanced"]["true_quality"],
+                            "kl": report["balanced"].get("kl"),
+                            "per_family": {
+                                f: report["per_family"][f]["true_quality"] for f in FAMILIES
+                            },
+                        }
+                    )
+        return {
+            "world": str(world),
+            "recipes": recipes,
+            "seeds": seeds,
+            "reference": {
+                "balanced": reference["balanced"]["true_quality"],
+                "per_family": {f: reference["per_family"][f]["true_quality"] for f in FAMILIES},
+            },
+            "cells": cells,
+            "summary": summarise(cells, reference, recipes, corrections_),
+        }
 
 
 def _mean_sd(values: list[float]) -> tuple[float, float]:

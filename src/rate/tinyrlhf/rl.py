@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rate.errors import ConfigError, RateError
-from rate.io import atomic_write_json
+from rate.errors import BusyError, ConfigError, RateError
+from rate.io import atomic_write_json, folder_lock
 from rate.progress import progress
 from rate.schema import flat_assignments, from_dict, opt, to_dict
 from rate.suggest import unknown_name_message
@@ -295,13 +295,26 @@ def train_rl(config: RLConfig, world: Path, out: Path, overwrite: bool = False) 
     plain loop and the published trainer that this is measured against.
     """
     out = Path(out)
+    _refuse_finished(out, overwrite)
+    inputs = prepare(config, world)
+    busy = lambda pid: BusyError(  # noqa: E731
+        f"{out}: another RL run (pid {pid}) is training into this folder; wait for it to "
+        "finish, or choose another --out"
+    )
+    with folder_lock(out, busy):
+        _refuse_finished(out, overwrite)  # again: it may have finished while this one loaded
+        return _train(config, inputs, world, out)
+
+
+def _refuse_finished(out: Path, overwrite: bool) -> None:
     if _finished_run(out) and not overwrite:
         raise RateError(f"{out} already holds a run; choose another --out or pass --overwrite")
-    inputs = prepare(config, world)
+
+
+def _train(config: RLConfig, inputs: RLInputs, world: Path, out: Path) -> dict:
+    """The loop of :func:`train_rl`, with the run folder's lock held."""
     torch.manual_seed(config.seed)
     gen = torch.Generator().manual_seed(config.seed)
-
-    out.mkdir(parents=True, exist_ok=True)
     _clear_run(out)
     # Relative, so that a world (whose runs live inside it) can be moved or copied whole.
     run_config = {**to_dict(config), "world": os.path.relpath(Path(world).resolve(), out.resolve())}

@@ -25,8 +25,6 @@ holds the API key: nothing here is ever given it.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import logging
 import os
 import time
@@ -35,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from rate.errors import DataFileError, RateError
-from rate.io import atomic_write_json, ensure_dir, read_json
+from rate.io import atomic_write_json, folder_lock, read_json
 
 FORMAT = "rate.openai_batch.manifest/1"
 
@@ -123,27 +121,16 @@ class Manifest:
         return out
 
 
-@contextlib.contextmanager
 def run_lock(run_dir: Path):
     """Hold the run's lock: two processes driving the same batches would race on the manifest.
     The kernel drops the lock when its process dies, however it dies."""
-    ensure_dir(run_dir)
-    path = run_dir / ".lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
-            raise RunLockedError(
-                f"another process (pid {holder}) is running the same batch job ({run_dir}); "
-                "wait for it to finish, then run again: its answers will be in the cache"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
+    return folder_lock(
+        run_dir,
+        lambda holder: RunLockedError(
+            f"another process (pid {holder}) is running the same batch job ({run_dir}); "
+            "wait for it to finish, then run again: its answers will be in the cache"
+        ),
+    )
 
 
 @dataclass

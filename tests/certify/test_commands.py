@@ -83,7 +83,7 @@ def test_certify_and_assess_commands(small_world, tmp_path):
 def test_the_sweep_certifies_every_checkpoint_and_reports_on_held_out_gold(small_world, tmp_path):
     run_rate(
         ["tinyrlhf", "sweep", "--world", str(small_world), "--kl", "0.1,0.05", "--steps", "12",
-         "--save-every", "6", "--out", str(tmp_path / "sweep"), *FAST],
+         "--save-every", "6", "--out", str(tmp_path / "sweep"), "--selection", "split", *FAST],
         tmp_path,
     )  # fmt: skip
     result = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
@@ -98,7 +98,8 @@ def test_the_sweep_certifies_every_checkpoint_and_reports_on_held_out_gold(small
         assert result["chosen"] is None
     total = result["gold_split"]["selection"] + result["gold_split"]["report"]
     assert total == len(load_gold(small_world).labels)
-    # A rerun reuses the trained runs.
+    # A rerun reuses the trained runs; by default it chooses without reading a label, and the
+    # whole gold set certifies the choice.
     first = (tmp_path / "sweep" / "kl0.1-s12" / "checkpoint" / "policy.safetensors").stat()
     run_rate(
         ["tinyrlhf", "sweep", "--world", str(small_world), "--kl", "0.1", "--steps", "12",
@@ -107,6 +108,31 @@ def test_the_sweep_certifies_every_checkpoint_and_reports_on_held_out_gold(small
     )  # fmt: skip
     again = (tmp_path / "sweep" / "kl0.1-s12" / "checkpoint" / "policy.safetensors").stat()
     assert again.st_mtime_ns == first.st_mtime_ns
+    result = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
+    assert result["selection"] == "label-free"
+    assert result["gold_split"] == {"selection": 0, "report": len(load_gold(small_world).labels)}
+    certifiable = [c for c in result["candidates"] if c["decision"] == "certifiable"]
+    assert certifiable, "12 steps from the reference: its weights support a certificate"
+    assert result["chosen"] == max(certifiable, key=lambda c: c["corrected_reward"])
+    assert result["held_out"]["verdict"]["decision"] in {"ship", "hold", "abstain"}
+
+
+def test_the_label_free_screen_reads_no_label(small_world, monkeypatch):
+    """The screen of a checkpoint is the same when every gold label is replaced by NaN: no
+    label took part in the choice, so all of them can certify it."""
+    import torch
+
+    from rate.certify import recipes
+    from rate.certify.certify import CertifySettings
+
+    settings = CertifySettings(60, 50)
+    policy = small_world / "runs" / "kl05-s800" / "checkpoint"
+    before = recipes.label_free_screen(small_world, policy, None, settings)
+    gold = load_gold(small_world)
+    gold.labels = torch.full_like(gold.labels, float("nan"))
+    monkeypatch.setattr(recipes, "load_gold", lambda world: gold)
+    assert recipes.label_free_screen(small_world, policy, None, settings) == before
+    assert np.isfinite(before["corrected_reward"]) and before["min_ess"] > 0
 
 
 def test_the_release_study_and_the_coverage_harness(small_world, tmp_path):

@@ -78,9 +78,11 @@ def register(tiny: argparse._SubParsersAction) -> None:
         "sweep",
         help="RL over kl_coef x steps, every checkpoint certified, the winner chosen on held-out "
         "gold",
-        description="Trains one run per --kl under OUT (reused when finished), certifies every "
-        "checkpoint on half the gold set, picks the best certified lower bound among those "
-        "passing the guardrails, reports it on the other half; writes OUT/sweep.json and .md. "
+        description="Trains one run per --kl under OUT (reused when finished) and chooses a "
+        "checkpoint: by default the highest corrected reward among those whose weights could "
+        "support a certificate, reading no label, then certified on the whole gold set; with "
+        "--selection split, the best certified lower bound on half the gold set among those "
+        "passing the guardrails, certified on the other half. Writes OUT/sweep.json and .md. "
         "Example: rate tinyrlhf sweep --world W --wrapper ours.py --kl 0.1,0.05 --steps 1200 "
         "--save-every 400 --out W/sweep",
     )
@@ -89,6 +91,12 @@ def register(tiny: argparse._SubParsersAction) -> None:
     s.add_argument("--steps", type=int, default=1200)
     s.add_argument("--save-every", type=int, default=300)
     s.add_argument("--out", type=Path, required=True)
+    s.add_argument(
+        "--selection",
+        choices=("label-free", "split"),
+        default="label-free",
+        help="how the checkpoint is chosen (default: label-free)",
+    )
     _settings_arguments(s)
     s.set_defaults(func=cmd_sweep)
 
@@ -137,7 +145,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise ConfigError("--steps must be >= 1 and --save-every >= 0")
     result = recipe_sweep(
         args.world, args.out, kls, args.steps, args.save_every, args.wrapper,
-        args.seed, _settings(args),
+        args.seed, _settings(args), args.selection,
     )  # fmt: skip
     table = markdown(result)
     atomic_write_text(args.out / "sweep.md", table)

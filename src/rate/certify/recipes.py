@@ -1,9 +1,10 @@
-"""`rate tinyrlhf sweep`: choose an RL recipe by certification, with gold held out.
+"""`rate tinyrlhf sweep`: choose an RL recipe, and certify the choice on gold held out from
+everything that chose it.
 
-RL over a grid of kl_coef x steps (one run per kl_coef, checkpoints every ``save_every`` steps),
-every checkpoint certified on the *selection* half of the gold set, the winner chosen by the
-certified lower bound of its balanced quality among the checkpoints that pass the guardrails,
-and the winner alone certified again on the *report* half, which nothing that chose it has seen.
+RL over a grid of kl_coef x steps (one run per kl_coef, checkpoints every ``save_every`` steps).
+Two ways to choose (:func:`recipe_sweep`): without reading a label (the default; the whole gold
+set then certifies the choice), or by certification on a selection half of the gold set (the
+other half certifies the choice).
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
-from rate.certify.certify import CertifySettings, certify_policy, load_gold
-from rate.errors import BusyError
+from rate.certify.certify import CertifySettings, certify_policy, gather, load_gold
+from rate.certify.estimators import abstains, ess
+from rate.errors import BusyError, ConfigError
 from rate.io import atomic_write_json, folder_lock, read_json
-from rate.tinyrlhf.rl import load_rl_config, train_rl
+from rate.tinyrlhf.models import load_policy, load_reward_model
+from rate.tinyrlhf.rl import load_reward_wrapper, load_rl_config, train_rl
 from rate.tinyrlhf.vocab import FAMILIES
 
 log = logging.getLogger(__name__)
@@ -44,6 +47,42 @@ def checkpoints_of(run: Path) -> dict[int, Path]:
     return out
 
 
+SELECTIONS = ("label-free", "split")
+
+
+def label_free_screen(world: Path, policy_dir: Path, wrapper: Path | None, settings) -> dict:
+    """What can be known of a checkpoint before any gold label is read: whether the weights of
+    the gold set's responses could support a certificate (ESS and KL per family, by the
+    certification's abstention rule) and the corrected reward of its fresh samples on the
+    balanced mix. The labels are never looked at."""
+    gold = load_gold(world)
+    transform = load_reward_wrapper(wrapper) if wrapper else None
+    inputs = gather(
+        load_policy(Path(policy_dir)),
+        load_policy(Path(world) / "policy"),
+        load_reward_model(Path(world) / "reward_model"),
+        gold,
+        transform,
+        str(wrapper or ""),
+        settings,
+    )
+    reasons, ess_values = [], []
+    for fam, x in inputs.items():  # x.y (the labels) is not read
+        value = ess(x.log_w)
+        ess_values.append(value)
+        why = abstains(value, len(x.log_w), float(x.log_w_fresh.mean()), settings.ess_min,
+                       settings.support_min)  # fmt: skip
+        if why:
+            reasons.append(f"{fam}: {why}")
+    reward = float(np.mean([x.s_fresh.mean() for x in inputs.values()]))
+    return {
+        "decision": "abstain" if reasons else "certifiable",
+        "reasons": reasons,
+        "corrected_reward": round(reward, 6),
+        "min_ess": round(min(ess_values), 2),
+    }
+
+
 def recipe_sweep(
     world: Path,
     out: Path,
@@ -53,54 +92,51 @@ def recipe_sweep(
     wrapper: Path | None,
     seed: int = 0,
     settings: CertifySettings | None = None,
+    selection: str = "label-free",
 ) -> dict:
-    """Train (or reuse) one run per kl_coef under ``out/``, certify every checkpoint, choose."""
+    """Train (or reuse) one run per kl_coef under ``out/``, screen or certify every checkpoint,
+    choose one and certify it on gold that nothing that chose it has seen.
+
+    ``label-free``: the choice is the highest corrected reward on fresh samples among the
+    checkpoints whose weights could support a certificate, which reads no label, so the whole
+    gold set certifies it. ``split``: every checkpoint is certified on a selection half of the
+    gold set, the best lower bound among those passing the guardrails wins, and the other half
+    certifies it (each half has half the ESS, which the tiny world's 100 labels per family
+    cannot spare: nothing passed on a half in the default world's sweep).
+    """
+    if selection not in SELECTIONS:
+        raise ConfigError(f"--selection: one of {', '.join(SELECTIONS)}, got {selection!r}")
     world, out = Path(world), Path(out)
-    with folder_lock(
-        out,
-        lambda pid: BusyError(
-            f"{out}: another sweep (pid {pid}) is running in this folder; wait for it "
-            "to finish (a rerun then resumes from its runs), or choose another --out"
-        ),
-    ):
+    busy = lambda pid: BusyError(  # noqa: E731
+        f"{out}: another sweep (pid {pid}) is running in this folder; wait for it to finish "
+        "(a rerun then resumes from its runs), or choose another --out"
+    )
+    with folder_lock(out, busy):
         settings = settings or CertifySettings()
         gold = load_gold(world)
-        select, report_rows = split_gold(gold.families.numpy(), seed)
-        base = load_rl_config(world / "configs" / "default.json")
+        if selection == "split":
+            select, report_rows = split_gold(gold.families.numpy(), seed)
+        else:
+            select, report_rows = None, np.arange(len(gold.labels))
         candidates = []
         for kl in kl_coefs:
-            run = out / f"kl{kl:g}-s{steps}"
-            if not (run / "checkpoint").is_dir():
-                config = dataclasses.replace(
-                    base,
-                    kl_coef=kl,
-                    steps=steps,
-                    save_every=save_every,
-                    seed=seed,
-                    reward_wrapper=str(Path(wrapper).resolve()) if wrapper else None,
-                )
-                log.info("sweep: training %s", run.name)
-                train_rl(config, world, run, overwrite=True)
+            run = train_once(world, out, kl, steps, save_every, wrapper, seed)
             for step, path in checkpoints_of(run).items():
-                cert = certify_policy(world, path, wrapper, settings=settings, gold_rows=select)
-                b = cert["balanced"]
-                candidates.append(
-                    {
-                        "kl_coef": kl,
-                        "step": step,
-                        "checkpoint": str(path),
-                        "decision": cert["verdict"]["decision"],
-                        "reasons": cert["verdict"]["reasons"],
-                        "dr": b["dr"],
-                        "dr_gain": b["dr_gain"],
-                        "min_ess": b["min_ess"],
-                    }
-                )
-        passing = [c for c in candidates if c["decision"] == "ship"]
-        chosen = max(passing, key=lambda c: c["dr"]["low"]) if passing else None
-        # When the selection half supports none, the best estimate is still worth a look, but it
-        # is not a certified choice: the weights could not back it.
-        uncertified = max(candidates, key=lambda c: c["dr"]["estimate"]) if candidates else None
+                row = {"kl_coef": kl, "step": step, "checkpoint": str(path)}
+                if selection == "label-free":
+                    row.update(label_free_screen(world, path, wrapper, settings))
+                else:
+                    cert = certify_policy(world, path, wrapper, settings=settings, gold_rows=select)
+                    b = cert["balanced"]
+                    row.update(
+                        decision=cert["verdict"]["decision"],
+                        reasons=cert["verdict"]["reasons"],
+                        dr=b["dr"],
+                        dr_gain=b["dr_gain"],
+                        min_ess=b["min_ess"],
+                    )
+                candidates.append(row)
+        chosen, uncertified = choose(candidates, selection)
         result = {
             "world": str(world),
             "kl_coefs": kl_coefs,
@@ -108,15 +144,20 @@ def recipe_sweep(
             "save_every": save_every,
             "seed": seed,
             "wrapper": str(wrapper) if wrapper else None,
-            "gold_split": {"selection": len(select), "report": len(report_rows)},
+            "selection": selection,
+            "gold_split": {
+                "selection": 0 if select is None else len(select),
+                "report": len(report_rows),
+            },  # fmt: skip
             "candidates": candidates,
             "chosen": chosen,
             "best_uncertified": None if chosen else uncertified,
         }
         if chosen is not None:
             held_out = certify_policy(
-                world, Path(chosen["checkpoint"]), wrapper, settings=settings, gold_rows=report_rows
-            )
+                world, Path(chosen["checkpoint"]), wrapper, settings=settings,
+                gold_rows=report_rows,
+            )  # fmt: skip
             result["held_out"] = {
                 "balanced": held_out["balanced"],
                 "verdict": held_out["verdict"],
@@ -129,33 +170,94 @@ def recipe_sweep(
         return result
 
 
+def train_once(
+    world: Path, out: Path, kl: float, steps: int, save_every: int, wrapper: Path | None, seed: int
+) -> Path:
+    """The sweep's run at ``kl``, trained unless it is finished."""
+    run = out / f"kl{kl:g}-s{steps}"
+    if not (run / "checkpoint").is_dir():
+        base = load_rl_config(world / "configs" / "default.json")
+        config = dataclasses.replace(
+            base,
+            kl_coef=kl,
+            steps=steps,
+            save_every=save_every,
+            seed=seed,
+            reward_wrapper=str(Path(wrapper).resolve()) if wrapper else None,
+        )
+        log.info("sweep: training %s", run.name)
+        train_rl(config, world, run, overwrite=True)
+    return run
+
+
+def choose(candidates: list[dict], selection: str) -> tuple[dict | None, dict | None]:
+    """(the choice, or None; the best candidate when none qualifies, which is not certified)."""
+    if selection == "label-free":
+        qualifies, rank = "certifiable", lambda c: c["corrected_reward"]  # noqa: E731
+        best = rank
+    else:
+        qualifies, rank = "ship", lambda c: c["dr"]["low"]  # noqa: E731
+        best = lambda c: c["dr"]["estimate"]  # noqa: E731
+    passing = [c for c in candidates if c["decision"] == qualifies]
+    if passing:
+        return max(passing, key=rank), None
+    # When no checkpoint qualifies, the best one is still worth a look, but it is not a
+    # certified choice: the weights could not back it.
+    return None, max(candidates, key=best) if candidates else None
+
+
 def markdown(result: dict) -> str:
-    lines = [
-        "| kl_coef | step | decision (selection half) | balanced DR [95%] | min ESS |",
-        "|---|---|---|---|---|",
-    ]
+    label_free = result.get("selection", "split") == "label-free"
+    if label_free:
+        lines = [
+            "| kl_coef | step | screen (no label read) | corrected reward, fresh samples | "
+            "min ESS |",
+            "|---|---|---|---|---|",
+        ]
+    else:
+        lines = [
+            "| kl_coef | step | decision (selection half) | balanced DR [95%] | min ESS |",
+            "|---|---|---|---|---|",
+        ]
     for c in result["candidates"]:
         mark = " ← chosen" if result["chosen"] == c else ""
-        d = c["dr"]
+        if label_free:
+            value = f"{c['corrected_reward']:.3f}"
+        else:
+            d = c["dr"]
+            value = f"{d['estimate']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"
         lines.append(
-            f"| {c['kl_coef']:g} | {c['step']} | {c['decision']}{mark} | {d['estimate']:.3f} "
-            f"[{d['low']:.3f}, {d['high']:.3f}] | {c['min_ess']:.1f} |"
+            f"| {c['kl_coef']:g} | {c['step']} | {c['decision']}{mark} | {value} | "
+            f"{c['min_ess']:.1f} |"
         )
     if result["chosen"] is None:
-        lines += ["", "No checkpoint passed the guardrails on the selection half: nothing chosen."]
+        what = (
+            "could support a certificate"
+            if label_free
+            else "passed the guardrails on the selection half"
+        )
+        lines += ["", f"No checkpoint {what}: nothing chosen."]
         best = result.get("best_uncertified")
         if best:
+            value = (
+                f"corrected reward {best['corrected_reward']:.3f}"
+                if label_free
+                else f"{best['dr']['estimate']:.3f}"
+            )
             lines.append(
-                f"The highest estimate, not certified: kl_coef {best['kl_coef']:g}, step "
-                f"{best['step']} ({best['dr']['estimate']:.3f}; min ESS {best['min_ess']:.1f}). "
+                f"The highest, not certified: kl_coef {best['kl_coef']:g}, step "
+                f"{best['step']} ({value}; min ESS {best['min_ess']:.1f}). "
                 "More gold labels in the families that abstain would let it be certified."
             )
     else:
         h = result["held_out"]["balanced"]
+        where = (
+            "On the whole gold set (no label chose it)" if label_free else "On the held-out half"
+        )
         lines += [
             "",
             f"Chosen: kl_coef {result['chosen']['kl_coef']:g}, step {result['chosen']['step']}. "
-            f"On the held-out half: balanced quality {h['dr']['estimate']:.3f} "
+            f"{where}: balanced quality {h['dr']['estimate']:.3f} "
             f"[{h['dr']['low']:.3f}, {h['dr']['high']:.3f}], gain {h['dr_gain']['estimate']:+.3f}, "
             f"verdict {result['held_out']['verdict']['decision']}.",
         ]

@@ -236,7 +236,8 @@ def check_sweep(world: Path, sweep: dict, per_family: int = 500) -> dict:
                 "kl_coef": c["kl_coef"],
                 "step": c["step"],
                 "decision": c["decision"],
-                "certified": c["dr"]["estimate"],
+                "certified": c["dr"]["estimate"] if "dr" in c else None,
+                "corrected_reward": c.get("corrected_reward"),
                 "true_quality": report["balanced"]["true_quality"],
                 "worst_family_gain": round(
                     min(report["per_family"][f]["true_quality"] - ref[f] for f in FAMILIES), 4

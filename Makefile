@@ -22,7 +22,7 @@ STAGE = $(if $(PARTITION),$(VENV)/bin/rate submit $(1) $(WAIT_FLAG),$(VENV)/bin/
 .DEFAULT_GOAL := help
 .PHONY: help setup demo audit-demo demo-text test test-fast fixture bench lint format clean \
 	create_dataset score_dataset treatment_effects plots pipeline sweep smoke synthetic semisynthetic-text coverage validate \
-	faults matrix release-study tilt-study gpu-check
+	faults matrix release-study sweep-study tilt-study gpu-check
 
 help: ## list the targets and the variables they take
 	@echo "Targets:"
@@ -111,8 +111,13 @@ coverage: $(STAMP) ## interval coverage over 200 samples against the population 
 
 STUDY_WORLD ?= $(or $(WORLD),$(PROJECT_DIR)/tinyrlhf/world)
 release-study: $(STAMP) ## no, ridge, our and the oracle correction, R1 and R2, three seeds, against the truth (WORLD=dir; hours)
-	$(VENV)/bin/rate study release --world $(STUDY_WORLD) \
-		--out $(PROJECT_DIR)/release_study/$(notdir $(abspath $(STUDY_WORLD)))
+	$(VENV)/bin/rate study release --world $(STUDY_WORLD) --out $(RELEASE_OUT)
+
+RELEASE_OUT = $(PROJECT_DIR)/release_study/$(notdir $(abspath $(STUDY_WORLD)))
+sweep-study: $(STAMP) ## the recipe sweep with our correction (after release-study), its choice against the truth (WORLD=dir)
+	$(VENV)/bin/rate tinyrlhf sweep --world $(STUDY_WORLD) --wrapper $(RELEASE_OUT)/wrappers/ours.py \
+		--kl 0.2,0.1,0.05,0.03 --steps 1200 --save-every 200 --out $(RELEASE_OUT)/sweep
+	$(VENV)/bin/rate study sweep-truth --world $(STUDY_WORLD) --sweep $(RELEASE_OUT)/sweep
 
 tilt-study: $(STAMP) ## the tilt forecast's signs against the oracle's pi_beta (WORLD=dir, WRAPPER=file.py)
 	$(VENV)/bin/rate study tilt --world $(STUDY_WORLD) $(if $(WRAPPER),--wrapper $(WRAPPER)) \

@@ -106,3 +106,18 @@ def test_the_wrapper_subtracts_each_responses_cell_of_a_measured_complex(tmp_pat
     ]
     out = transform(records, tokens, np.array([2.0, 2.0, 2.0]))
     assert out.tolist() == pytest.approx([2.0 - 0.59, 2.0 - 0.7, 2.0 - 2 * 0.5])
+
+
+def test_the_audit_report_shows_each_flagged_pairs_largest_cells():
+    from rate.audit.report import complexes_section
+
+    row = {"family": "fjord", "feature": "ba ba", "kind": "pair", "flagged": True,
+           "rm_effect": 0.75, "complex": {"draws_per_cell": 2, "cells": {
+               "0 0 0": [0.0, 0.0], "2 2 1": [0.79, 0.03], "5 5 1": [1.28, 0.07],
+               "8 8 7": [3.15, 0.05]}}}  # fmt: skip
+    lines = complexes_section([row, {**row, "kind": "token", "feature": "za"}], largest=2)
+    assert len(lines) == 6  # a blank line, the title, a blank line, the header, the rule, one row
+    assert lines[-1] == (
+        "| fjord | `ba ba` | +0.750 | +0.790 ± 0.030 | `8 8 7`: +3.15, `5 5 1`: +1.28 |"
+    )
+    assert complexes_section([{**row, "complex": None}]) == []

@@ -52,7 +52,34 @@ def markdown(audit: dict, top: int = 25) -> str:
     lines += ["", f"## The top {top}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows[:top]:
         lines.append("| " + " | ".join(_fmt(r[k]) for k in head) + " |")
+    lines += complexes_section(flagged)
     return "\n".join(lines) + "\n"
+
+
+def complexes_section(flagged: list[dict], largest: int = 4) -> list[str]:
+    """The flagged pairs' complexes: what the RM pays for the two syllables together at the
+    doses where it pays most, beside the one-site adjacency interaction."""
+    pairs = [r for r in flagged if r["kind"] == "pair" and r.get("complex")]
+    if not pairs:
+        return []
+    lines = [
+        "",
+        "## Flagged pairs at every dose (the wrapper subtracts each response's cell)",
+        "",
+        "| family | pair | one adjacency, one site | the cell of one adjacency alone | "
+        f"the {largest} largest cells (n_a n_b adjacent: excess) |",
+        "|---|---|---|---|---|",
+    ]
+    for r in pairs:
+        cells = r["complex"]["cells"]
+        one = "1 1 1" if r["feature"].split()[0] != r["feature"].split()[1] else "2 2 1"
+        top = sorted(cells.items(), key=lambda kv: -kv[1][0])[:largest]
+        shown = ", ".join(f"`{k}`: {v[0]:+.2f}" for k, v in top)
+        lines.append(
+            f"| {r['family']} | `{r['feature']}` | {_fmt(r['rm_effect'])} | "
+            f"{cells[one][0]:+.3f} ± {cells[one][1]:.3f} | {shown} |"
+        )
+    return lines
 
 
 def csv_text(audit: dict) -> str:

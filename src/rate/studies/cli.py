@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 from pathlib import Path
 
 from rate.settings import project_dir
@@ -108,6 +109,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     ti.add_argument("--max-n", type=int, default=200_000, help="oracle samples per family, at most")
     ti.add_argument("--tail-samples", type=int, default=10_000, help="forecast's tail samples")
     ti.add_argument("--out", type=Path, default=Path("experiments/tilt"))
+    ti.add_argument(
+        "--proposal",
+        action="append",
+        default=[],
+        metavar="REWARD:BETA=DIR",
+        help="a policy that the oracle also samples for that cell, e.g. corrected:0.05=RUN/"
+        "checkpoint (an RL run at kl_coef = beta on that reward); repeat for more cells",
+    )
     ti.set_defaults(func=cmd_tilt_study)
 
     for q in (c, s):
@@ -298,13 +307,40 @@ def cmd_semisynthetic_text(args: argparse.Namespace) -> int:
     return 0
 
 
+def proposal_cells(items: list[str]) -> dict[tuple[str, float], Path]:
+    """``REWARD:BETA=DIR`` arguments as (reward, beta) -> folder, each malformed one a one-line
+    error."""
+    from rate.certify.cli import named_paths
+    from rate.errors import ConfigError
+
+    out = {}
+    for name, path in named_paths(items, "--proposal").items():
+        kind, sep, beta = name.partition(":")
+        try:
+            value = float(beta)
+        except ValueError:
+            value = math.nan
+        if not sep or kind not in ("raw", "corrected") or not value > 0:
+            raise ConfigError(
+                f"--proposal {name}={path}: expected REWARD:BETA=DIR, REWARD raw or "
+                "corrected and BETA > 0, e.g. corrected:0.05=runs/x/checkpoint"
+            )
+        out[(kind, value)] = path
+    return out
+
+
 def cmd_tilt_study(args: argparse.Namespace) -> int:
     from rate.io import atomic_write_json, atomic_write_text, json_safe
     from rate.studies.tilt import study_table, tilt_study
     from rate.tilt.report import write_report
 
     study = tilt_study(
-        args.world, args.wrapper, args.beta, max_n=args.max_n, tail_samples=args.tail_samples
+        args.world,
+        args.wrapper,
+        args.beta,
+        max_n=args.max_n,
+        tail_samples=args.tail_samples,
+        proposals=proposal_cells(args.proposal),
     )
     table = study_table(study)
     write_report(study["forecast"], args.out / "forecast")

@@ -4,8 +4,12 @@
 Per family and beta, the true quality of pi_beta ~ pi_ref * exp(r / beta) is estimated by the
 same self-normalised reweighting on fresh reference samples scored with the oracle's exact
 quality, drawn in chunks until the ratio estimator's delta-method SE is under the target (or a
-cap on the samples is reached, which is reported). The forecast's sign of change (gold) is then
-compared with the oracle's, for the raw and the corrected reward.
+cap on the samples is reached, which is reported). Where the reward's tail is heavy, pi_beta
+lives where the reference almost never goes and reweighting its samples rests on a handful of
+them; a *proposal* (an RL run at kl_coef = beta, which heads for pi_beta) then draws as many
+samples again, and both are weighed against the mixture of the two policies: the same target,
+with exact likelihood ratios, on far more effective samples. The forecast's sign of change
+(gold) is then compared with the oracle's, for the raw and the corrected reward.
 """
 
 from __future__ import annotations
@@ -17,12 +21,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from rate.errors import ConfigError
 from rate.tilt.forecast import ess, ratio_se, reweighted_mean, sign, tilt_weights
 from rate.tilt.hill import weight_tail_index
 from rate.tilt.run import Rewards, check_betas, reference_samples, tilt_analysis
 from rate.tinyrlhf.data import require_world
 from rate.tinyrlhf.evaluate import load_oracle
 from rate.tinyrlhf.models import load_policy, load_reward_model
+from rate.tinyrlhf.sampling import response_logprobs, sample
 from rate.tinyrlhf.vocab import FAMILIES
 
 log = logging.getLogger(__name__)
@@ -39,6 +45,20 @@ def precise(se: float, n_eff: float, se_goal: float) -> bool:
     return se < se_goal and n_eff >= ORACLE_ESS_MIN
 
 
+def proposal_log_weights(
+    r: np.ndarray, beta: float, lp_ref: np.ndarray, lp_proposal: np.ndarray
+) -> np.ndarray:
+    """Log weights of pi_beta ~ pi_ref * exp(r / beta) for samples drawn half from pi_ref and
+    half from a proposal (the deterministic mixture, or balance heuristic): the target over
+    the mixture's density, so no weight exceeds twice the reference-only one."""
+    mixture = np.logaddexp(lp_ref, lp_proposal) - math.log(2.0)
+    return lp_ref + np.asarray(r, dtype=np.float64) / beta - mixture
+
+
+def _normalised(log_w: np.ndarray) -> np.ndarray:
+    return np.exp(log_w - log_w.max())
+
+
 def oracle_tilt(
     world: Path,
     rewards: Rewards,
@@ -48,27 +68,49 @@ def oracle_tilt(
     chunk: int = 20_000,
     families: tuple[str, ...] = FAMILIES,
     seed: int = ORACLE_SEED,
+    proposals: dict[tuple[str, float], Path] | None = None,
 ) -> dict:
     """Per family: the reference's true quality and, per reward and beta, pi_beta's, with n, SE
-    and ESS; sampling stops once every SE is under ``se_goal`` or ``max_n`` is reached."""
+    and ESS; sampling stops once every SE is under ``se_goal`` or ``max_n`` is reached.
+
+    ``proposals`` ((reward kind, beta) -> a policy folder, e.g. an RL run at kl_coef = beta on
+    that reward, which heads for pi_beta): that cell also draws as many samples from the
+    proposal as from the reference and weighs both by the deterministic mixture, so its
+    estimate rests on many more effective samples than reweighted reference samples alone.
+    """
     oracle, _ = load_oracle(world)
     policy = load_policy(world / "policy")
+    proposals = proposals or {}
+    loaded = {key: load_policy(Path(d)) for key, d in proposals.items()}
     gen = torch.Generator().manual_seed(seed)
     out = {}
     for fam in families:
         q: list[np.ndarray] = []
         r: dict[str, list[np.ndarray]] = {k: [] for k in rewards.kinds}
+        # Per proposal cell: its samples' quality and reward, and the log-probabilities of the
+        # reference's and the proposal's samples under both policies.
+        mix: dict[tuple[str, float], dict[str, list[np.ndarray]]] = {
+            key: {"q": [], "r": [], "lp_ref": [], "lp_prop": []} for key in loaded
+        }
         n = 0
         while n < max_n:
             for pool, responses in reference_samples(policy, fam, min(chunk, max_n - n), gen):
                 q.append(oracle.quality(pool.tokens, responses).double().numpy())
-                for k, v in rewards(pool, responses).items():
+                reward = rewards(pool, responses)
+                for k, v in reward.items():
                     r[k].append(v)
+                for (kind, b), prop in loaded.items():
+                    m = mix[(kind, b)]
+                    drawn = sample(prop, pool.tokens, 1.0, gen).responses
+                    m["q"] += [q[-1], oracle.quality(pool.tokens, drawn).double().numpy()]
+                    m["r"] += [reward[kind], rewards(pool, drawn)[kind]]
+                    for seqs in (responses, drawn):
+                        m["lp_ref"].append(sequence_logprob(policy, pool.tokens, seqs))
+                        m["lp_prop"].append(sequence_logprob(prop, pool.tokens, seqs))
                 n += len(pool)
-            qq = np.concatenate(q)
-            weights = [tilt_weights(np.concatenate(r[k]), b) for k in rewards.kinds for b in betas]
-            ses = [ratio_se(qq, w) for w in weights]
-            n_effs = [ess(w) for w in weights]
+            cells = _estimates(np.concatenate(q), r, mix, rewards.kinds, betas)
+            ses = [c["se"] for c in cells.values()]
+            n_effs = [c["ess"] for c in cells.values()]
             log.info(
                 "oracle tilt %s: n=%d, largest SE %.4f, smallest ESS %.0f",
                 fam, n, max(ses), min(n_effs),
@@ -76,6 +118,7 @@ def oracle_tilt(
             if all(precise(se, m, se_goal) for se, m in zip(ses, n_effs, strict=True)):
                 break
         qq = np.concatenate(q)
+        cells = _estimates(qq, r, mix, rewards.kinds, betas)
         row = {
             "n": n,
             "reference_quality": round(float(qq.mean()), 6),
@@ -85,18 +128,43 @@ def oracle_tilt(
             rr = np.concatenate(r[k])
             row[k] = {}
             for b in betas:
-                w = tilt_weights(rr, b)
-                quality = reweighted_mean(qq, w)
-                se, n_eff = ratio_se(qq, w), ess(w)
+                c = cells[(k, b)]
                 row[k][str(b)] = {
-                    "quality": round(quality, 6),
-                    "se": round(se, 6),
-                    "se_reached": precise(se, n_eff, se_goal),
-                    "change": round(quality - float(qq.mean()), 6),
-                    "ess": round(n_eff, 1),
+                    "quality": round(c["quality"], 6),
+                    "se": round(c["se"], 6),
+                    "se_reached": precise(c["se"], c["ess"], se_goal),
+                    "change": round(c["quality"] - float(qq.mean()), 6),
+                    "ess": round(c["ess"], 1),
+                    "proposal": str(proposals[(k, b)]) if (k, b) in proposals else None,
                     "weight_tail": weight_tail_index(rr, b).as_dict(),
                 }
         out[fam] = row
+    return out
+
+
+def sequence_logprob(policy, prompts: torch.Tensor, responses: torch.Tensor) -> np.ndarray:
+    """log policy(y | x) of whole responses, (B,) float64."""
+    with torch.inference_mode():
+        parts = [
+            response_logprobs(policy, prompts[i : i + 4096], responses[i : i + 4096]).sum(-1)
+            for i in range(0, len(prompts), 4096)
+        ]
+    return torch.cat(parts).double().numpy()
+
+
+def _estimates(qq, r, mix, kinds, betas) -> dict[tuple[str, float], dict[str, float]]:
+    """pi_beta's quality, SE and ESS per (reward kind, beta): by the mixture where a proposal
+    was drawn, else by reweighting the reference samples."""
+    out = {}
+    for k in kinds:
+        for b in betas:
+            if (k, b) in mix:
+                m = {key: np.concatenate(v) for key, v in mix[(k, b)].items()}
+                w = _normalised(proposal_log_weights(m["r"], b, m["lp_ref"], m["lp_prop"]))
+                y = m["q"]
+            else:
+                w, y = tilt_weights(np.concatenate(r[k]), b), qq
+            out[(k, b)] = {"quality": reweighted_mean(y, w), "se": ratio_se(y, w), "ess": ess(w)}
     return out
 
 
@@ -141,6 +209,7 @@ def tilt_study(
     tail_samples: int = 10_000,
     n_boot: int = 2000,
     seed: int = 0,
+    proposals: dict[tuple[str, float], Path] | None = None,
 ) -> dict:
     """The forecast (blind), the oracle's pi_beta, and their sign comparison."""
     world = require_world(Path(world))
@@ -148,7 +217,13 @@ def tilt_study(
     forecast = tilt_analysis(world, wrapper, betas, tail_samples, n_boot, seed)
     rewards = Rewards(load_reward_model(world / "reward_model"), wrapper)
     fams = tuple(forecast["families"])
-    oracle = oracle_tilt(world, rewards, betas, se_goal, max_n, chunk, fams)
+    for kind, b in proposals or {}:
+        if kind not in rewards.kinds or b not in betas:
+            raise ConfigError(
+                f"--proposal {kind}:{b:g}: no such cell (rewards {', '.join(rewards.kinds)}; "
+                f"betas {', '.join(f'{x:g}' for x in betas)})"
+            )
+    oracle = oracle_tilt(world, rewards, betas, se_goal, max_n, chunk, fams, proposals=proposals)
     return summarise(
         {
             "world": str(world),

@@ -115,6 +115,14 @@ def test_the_sweep_certifies_every_checkpoint_and_reports_on_held_out_gold(small
     assert certifiable, "12 steps from the reference: its weights support a certificate"
     assert result["chosen"] == max(certifiable, key=lambda c: c["corrected_reward"])
     assert result["held_out"]["verdict"]["decision"] in {"ship", "hold", "abstain"}
+    # The harness checks the choice against the truth.
+    out = run_rate(["study", "sweep-truth", "--world", str(small_world), "--sweep",
+                    str(tmp_path / "sweep"), "--per-family", "50"], tmp_path)  # fmt: skip
+    assert "| corrected reward (no label) |" in out.stdout
+    truth = json.loads((tmp_path / "sweep" / "sweep_truth.json").read_text())
+    assert [(c["kl_coef"], c["step"]) for c in truth["candidates"]] == [(0.1, 6), (0.1, 12)]
+    assert truth["chosen"]["step"] == result["chosen"]["step"]
+    assert truth["best"]["true_quality"] == max(c["true_quality"] for c in truth["candidates"])
 
 
 def test_the_label_free_screen_reads_no_label(small_world, monkeypatch):

@@ -284,11 +284,14 @@ def cmd_sweep_truth(args: argparse.Namespace) -> int:
 
     result = check_sweep(args.world, read_json(args.sweep / "sweep.json"), args.per_family)
     atomic_write_json(args.sweep / "sweep_truth.json", result)
-    print("| kl_coef | step | decision | certified | true quality | worst family gain |")
+    label_free = result["candidates"] and result["candidates"][0]["certified"] is None
+    what = "corrected reward (no label)" if label_free else "certified (selection half)"
+    print(f"| kl_coef | step | decision | {what} | true quality | worst family gain |")
     print("|---|---|---|---|---|---|")
     for r in result["candidates"]:
+        value = r["corrected_reward"] if label_free else r["certified"]
         print(
-            f"| {r['kl_coef']:g} | {r['step']} | {r['decision']} | {r['certified']:.3f} | "
+            f"| {r['kl_coef']:g} | {r['step']} | {r['decision']} | {value:.3f} | "
             f"{r['true_quality']:.3f} | {r['worst_family_gain']:+.3f} |"
         )
     print(json.dumps({k: result[k] for k in ("reference", "best", "chosen", "chosen_within_best")}))

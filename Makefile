@@ -35,7 +35,8 @@ help: ## list the targets and the variables they take
 	@echo "  PARTITION          set: the stage targets submit SLURM jobs to this partition"
 	@echo "  WAIT               WAIT=1: a single submitted stage waits for its job"
 	@echo "  SECTIONS, WORLD    make bench: the sections to run, a built world to reuse"
-	@echo "  WORLD, WRAPPER     make tilt-study: the world, a reward wrapper .py (MAX_N: oracle samples);"
+	@echo "  WORLD, WRAPPER     make tilt-study: the world, a reward wrapper .py (MAX_N: oracle samples;"
+	@echo "                     PROPOSALS: REWARD:BETA=DIR ..., policies the oracle also samples);"
 	@echo "                     make release-study: the world"
 	@echo "  VENV               the virtual environment (now: $(VENV))"
 
@@ -119,9 +120,9 @@ sweep-study: $(STAMP) ## the recipe sweep with our correction (after release-stu
 		--kl 0.2,0.1,0.05,0.03 --steps 1200 --save-every 200 --out $(RELEASE_OUT)/sweep
 	$(VENV)/bin/rate study sweep-truth --world $(STUDY_WORLD) --sweep $(RELEASE_OUT)/sweep
 
-tilt-study: $(STAMP) ## the tilt forecast's signs against the oracle's pi_beta (WORLD=dir, WRAPPER=file.py)
+tilt-study: $(STAMP) ## the tilt forecast's signs against the oracle's pi_beta (WORLD=dir, WRAPPER=file.py, PROPOSALS)
 	$(VENV)/bin/rate study tilt --world $(STUDY_WORLD) $(if $(WRAPPER),--wrapper $(WRAPPER)) \
-		$(if $(MAX_N),--max-n $(MAX_N)) --out experiments/tilt
+		$(if $(MAX_N),--max-n $(MAX_N)) $(foreach p,$(PROPOSALS),--proposal $(p)) --out experiments/tilt
 
 test: $(STAMP) ## run the full test suite, slow tests included (what CI runs)
 	$(PY) -m pytest

@@ -24,3 +24,16 @@ def test_the_audit_demo_tells_the_story_against_the_truth(small_world, tmp_path)
     stamp = (out / "corrected-run" / "checkpoint" / "policy.safetensors").stat().st_mtime_ns
     run_rate(args, tmp_path)
     assert (out / "corrected-run" / "checkpoint" / "policy.safetensors").stat().st_mtime_ns == stamp
+
+
+def test_the_demo_names_each_correction_per_occurrence_and_per_cell():
+    from rate.demos.audit_story import correction_lines
+
+    table = {
+        "dune": {"tokens": {"pa": 1.419}, "pairs": {}},
+        "cobalt": {"tokens": {}, "pairs": {}, "complexes": {"ka ra": {"1 1 1": 0.5, "4 4 4": 1.9}}},
+    }
+    assert correction_lines(table) == [
+        "   dune: pa -1.419",
+        "   cobalt: ka ra per cell (2 cells, up to -1.900 at 4 4 4)",
+    ]

@@ -58,9 +58,8 @@ def run_audit_demo(
     print("2. Correction: a reward wrapper removing each flagged feature's excess")
     wrapper = out / "wrapper.py"
     table = write_wrapper(audit, wrapper, str(audit_path))
-    for fam, parts in table.items():
-        items = [f"{k} -{v:.3f}" for k, v in {**parts["tokens"], **parts["pairs"]}.items()]
-        print(f"   {fam}: {', '.join(items)}")
+    for line in correction_lines(table):
+        print(line)
 
     print("3. Corrected RL (kl 0.1, the world's default recipe)")
     run = out / "corrected-run"
@@ -94,3 +93,15 @@ def run_audit_demo(
         f"{len(truth['runs'])} ({truth['false_ships']} false ship)"
     )
     return 0
+
+
+def correction_lines(table: dict) -> list[str]:
+    """One line per family of a wrapper's corrections: per occurrence, and per cell."""
+    lines = []
+    for fam, parts in table.items():
+        items = [f"{k} -{v:.3f}" for k, v in {**parts["tokens"], **parts["pairs"]}.items()]
+        for pair, cells in parts.get("complexes", {}).items():
+            top = max(cells, key=cells.get)
+            items.append(f"{pair} per cell ({len(cells)} cells, up to -{cells[top]:.3f} at {top})")
+        lines.append(f"   {fam}: {', '.join(items)}")
+    return lines

@@ -291,20 +291,23 @@ def test_a_run_whose_wrapper_failed_mid_run_is_replaced_by_the_rerun(small_world
 
 
 def test_a_run_folder_in_use_by_another_process_is_refused(small_world, tmp_path):
-    """A second trainer into a folder whose lock another process holds stops at once, naming
-    that process, and leaves the folder as it was; a study's folder likewise."""
+    """A second trainer into a run folder whose lock another process holds stops at once,
+    naming that process, and writes nothing; the lock sits beside the folder, which holds only
+    the run's outputs. A study's folder is refused likewise."""
     import subprocess
     import sys
     import time
 
     from rate.errors import BusyError
+    from rate.io import folder_lock
     from rate.studies.release import run_release_study
+    from rate.tinyrlhf.rl import run_lock_name
 
     out = tmp_path / "run"
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time\nfrom rate.io import folder_lock\n"
-         f"with folder_lock({str(out)!r}, RuntimeError):\n    print('held', flush=True)\n"
-         "    time.sleep(60)"],
+         f"with folder_lock({str(tmp_path)!r}, RuntimeError, {run_lock_name(out)!r}):\n"
+         "    print('held', flush=True)\n    time.sleep(60)"],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -312,18 +315,14 @@ def test_a_run_folder_in_use_by_another_process_is_refused(small_world, tmp_path
         config = load_rl_config(small_world / "configs" / "default.json", ["steps=1"])
         with pytest.raises(BusyError, match=rf"another RL run \(pid {holder.pid}\)"):
             train_rl(config, small_world, out)
-        assert sorted(p.name for p in out.iterdir()) == [".lock"]
-        study = tmp_path / "study"
-        shutil.copytree(out, study)  # the lock file, not its flock: a lock of its own below
-        with pytest.raises(BusyError, match="another release study"):
-            from rate.io import folder_lock
-
-            with folder_lock(study, RuntimeError):
-                t = time.perf_counter()
-                run_release_study(small_world, study, [0], {"R1": {"kl_coef": 0.1, "steps": 1}})
-        assert time.perf_counter() - t < 5 and not (study / "wrappers").exists()
+        assert not out.exists()  # nothing written
     finally:
         holder.kill()
         holder.wait()
     train_rl(config, small_world, out)  # the holder gone, the folder is free
-    assert (out / "checkpoint").is_dir()
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint", "log.jsonl", "run_config.json"]
+    study = tmp_path / "study"
+    with folder_lock(study, RuntimeError), pytest.raises(BusyError, match="another release study"):
+        t = time.perf_counter()
+        run_release_study(small_world, study, [0], {"R1": {"kl_coef": 0.1, "steps": 1}})
+    assert time.perf_counter() - t < 5 and not (study / "wrappers").exists()

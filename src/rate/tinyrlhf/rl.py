@@ -301,9 +301,16 @@ def train_rl(config: RLConfig, world: Path, out: Path, overwrite: bool = False) 
         f"{out}: another RL run (pid {pid}) is training into this folder; wait for it to "
         "finish, or choose another --out"
     )
-    with folder_lock(out, busy):
+    # The lock sits beside the run folder, which holds the run's outputs and nothing else.
+    with folder_lock(out.parent, busy, name=run_lock_name(out)):
         _refuse_finished(out, overwrite)  # again: it may have finished while this one loaded
+        out.mkdir(parents=True, exist_ok=True)
         return _train(config, inputs, world, out)
+
+
+def run_lock_name(out: Path) -> str:
+    """The name of a run folder's lock file, in its parent folder."""
+    return f".{out.name}.lock"
 
 
 def _refuse_finished(out: Path, overwrite: bool) -> None:

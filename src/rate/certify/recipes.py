@@ -50,7 +50,9 @@ def checkpoints_of(run: Path) -> dict[int, Path]:
 SELECTIONS = ("label-free", "split")
 
 
-def label_free_screen(world: Path, policy_dir: Path, wrapper: Path | None, settings) -> dict:
+def label_free_screen(
+    world: Path, policy_dir: Path, wrapper: Path | None, settings: CertifySettings
+) -> dict:
     """What can be known of a checkpoint before any gold label is read: whether the weights of
     the gold set's responses could support a certificate (ESS and KL per family, by the
     certification's abstention rule) and the corrected reward of its fresh samples on the

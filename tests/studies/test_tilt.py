@@ -105,3 +105,15 @@ def test_a_proposal_gives_the_oracle_more_effective_samples(small_world):
     assert b["proposal"] == str(run) and a["proposal"] is None
     assert b["ess"] > 2 * a["ess"]
     assert abs(a["quality"] - b["quality"]) < 4 * (a["se"] ** 2 + b["se"] ** 2) ** 0.5 + 0.01
+
+
+def test_a_malformed_proposal_is_a_one_line_error():
+    from pathlib import Path
+
+    from rate.errors import ConfigError
+    from rate.studies.cli import proposal_cells
+
+    assert proposal_cells(["corrected:0.05=runs/x"]) == {("corrected", 0.05): Path("runs/x")}
+    for bad in ("corrected=runs/x", "tilted:0.1=runs/x", "raw:-1=runs/x", "raw:0.1"):
+        with pytest.raises(ConfigError, match="--proposal"):
+            proposal_cells([bad])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 
@@ -134,9 +135,31 @@ def test_failed_build_leaves_nothing_behind(tmp_path, monkeypatch):
         raise RuntimeError("killed mid-build")
 
     monkeypatch.setattr(build_module, "train_rl", boom)
-    with pytest.raises(RuntimeError):
-        build_world(load_world_config(small=True), tmp_path / "w")
+    with pytest.raises(RuntimeError):  # jobs=1: the runs train in this process, patched
+        build_world(load_world_config(small=True), tmp_path / "w", jobs=1)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_failing_in_a_worker_fails_the_build_and_leaves_nothing(tmp_path):
+    config = load_world_config(small=True)
+    broken = dataclasses.replace(
+        config.runs[1], overrides={**config.runs[1].overrides, "reward_wrapper": "nope.py"}
+    )
+    config = dataclasses.replace(config, runs=[config.runs[0], broken])
+    with pytest.raises(ConfigError, match="reward_wrapper: .*nope.py does not exist"):
+        build_world(config, tmp_path / "w", jobs=2)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_world_is_the_same_whatever_the_number_of_jobs(small_world, tmp_path):
+    """Every run trains on one thread, in a worker or in this process."""
+    config = load_world_config(small=True)
+    config = dataclasses.replace(config, runs=config.runs[:2])
+    build_world(config, tmp_path / "one", jobs=1)
+    rels = [f"runs/{r.name}/{f}" for r in config.runs for f in RUN_FILES if f != "log.jsonl"]
+    assert digest(tmp_path / "one", rels) == digest(small_world, rels)
+    info = json.loads((tmp_path / "one" / "world_info.json").read_text())
+    assert info["rl_jobs"] == 1
 
 
 def test_existing_world_is_kept_unless_overwrite(small_world):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import statistics
@@ -9,12 +10,13 @@ from pathlib import Path
 
 from rate.bench.rl import train_rl_anchor, train_rl_plain
 from rate.bench.timing import timed
+from rate.parallel import default_jobs, run_jobs
 from rate.tinyrlhf.build import build_world
 from rate.tinyrlhf.data import load_labelled, load_prompts
 from rate.tinyrlhf.dev_eval import dev_evaluate
 from rate.tinyrlhf.evaluate import evaluate_policy, load_oracle
 from rate.tinyrlhf.models import load_policy, load_reward_model
-from rate.tinyrlhf.rl import load_rl_config, train_rl
+from rate.tinyrlhf.rl import RLConfig, load_rl_config, train_rl
 from rate.tinyrlhf.worldconfig import load_world_config
 
 
@@ -29,9 +31,11 @@ def bench_world(tmp: Path, full: Path | None, reused: Path | None = None) -> dic
         secs, info = timed(lambda: build_world(load_world_config(), full))
         results["full_build_s"] = secs
         results["full_build_stages"] = info["timings"]
+        results["full_build_jobs"] = info.get("rl_jobs")
     elif reused is not None and (reused / "world_info.json").is_file():
         recorded = json.loads((reused / "world_info.json").read_text())
         results["reused_build_stages"] = recorded["timings"]
+        results["reused_build_jobs"] = recorded.get("rl_jobs")
     return results
 
 
@@ -72,7 +76,35 @@ def bench_rl(world: Path, tmp: Path, compare_steps: int, rounds: int = 5) -> dic
     for other in ("anchor", "plain"):  # per round, then the median: robust to a noisy round
         ratios = [a / b for a, b in zip(seconds[other], seconds["ours"], strict=True)]
         out[f"ours_vs_{other}"] = statistics.median(ratios)
+    out.update(bench_run_throughput(short, world, tmp, rounds=2))
     return out
+
+
+def _train_short(task: tuple[RLConfig, Path, Path]) -> None:
+    config, world, out = task
+    train_rl(config, world, out, overwrite=True)
+
+
+def bench_run_throughput(config: RLConfig, world: Path, tmp: Path, rounds: int) -> dict:
+    """Wall time of two runs (seeds 1, 2) in turn, on all threads, against the same two at
+    once in single-threaded workers (rate.parallel, as the world build and the studies run
+    theirs); interleaved rounds, the median ratio."""
+    jobs = default_jobs(2)
+    tasks = [
+        (dataclasses.replace(config, seed=seed), world, tmp / f"rl_pair{seed}") for seed in (1, 2)
+    ]
+    in_turn, at_once = [], []
+    for _ in range(rounds):
+        secs, _ = timed(lambda: [_train_short(task) for task in tasks])
+        in_turn.append(secs)
+        secs, _ = timed(lambda: list(run_jobs(_train_short, tasks, jobs)))
+        at_once.append(secs)
+    return {
+        "pair_in_turn_s": in_turn,
+        "pair_at_once_s": at_once,
+        "pair_jobs": jobs,
+        "pair_speedup": statistics.median(a / b for a, b in zip(in_turn, at_once, strict=True)),
+    }
 
 
 def bench_eval(world: Path) -> dict:
@@ -99,8 +131,13 @@ def render_world(r: dict, date: str | None) -> list[str]:
         "|---|---|---|",
     ]
 
-    def stages(st: dict) -> str:
-        rl = f", of which RL training {st['rl_training_s']:.0f} s" if "rl_training_s" in st else ""
+    def stages(st: dict, jobs: int | None) -> str:
+        if jobs and jobs > 1 and "rl_training_s" in st:  # the runs overlap: their times sum more
+            rl = f", {jobs} at a time; the runs' own times sum to {st['rl_training_s']:.0f} s"
+        elif "rl_training_s" in st:
+            rl = f", of which RL training {st['rl_training_s']:.0f} s"
+        else:
+            rl = ""
         return (
             f"SFT {st['sft_s']:.0f} s, reward model {st['reward_model_s']:.0f} s, five RL runs + "
             f"dev evals {st['runs_s']:.0f} s{rl}"
@@ -108,14 +145,15 @@ def render_world(r: dict, date: str | None) -> list[str]:
 
     if "full_build_s" in r:
         lines.append(
-            f"| full world build | {r['full_build_s']:.0f} s ({stages(r['full_build_stages'])}) "
+            f"| full world build | {r['full_build_s']:.0f} s "
+            f"({stages(r['full_build_stages'], r.get('full_build_jobs'))}) "
             "| < 240 s |"
         )
     elif "reused_build_stages" in r:
         st = r["reused_build_stages"]
         lines.append(
             f"| full world build (as recorded in the reused world's world_info.json) | "
-            f"{st['total_s']:.0f} s ({stages(st)}) | < 240 s |"
+            f"{st['total_s']:.0f} s ({stages(st, r.get('reused_build_jobs'))}) | < 240 s |"
         )
     else:
         lines.append(
@@ -128,6 +166,15 @@ def render_world(r: dict, date: str | None) -> list[str]:
         f"published trainer / plain loop / ours | {r['anchor_steps_per_s']:.1f} / "
         f"{r['plain_steps_per_s']:.1f} / {r['ours_steps_per_s']:.1f} (ours {r['ours_vs_anchor']:.2f}x "
         f"the published trainer, {r['ours_vs_plain']:.2f}x the plain loop) | >= 3x the published |",
+    ]
+    if "pair_jobs" in r:  # figures recorded before this comparison existed lack it
+        lines.append(
+            f"| two RL runs ({r['compare_steps']} steps each) in turn on all threads / at once, "
+            f"{r['pair_jobs']} single-threaded workers (wall time, incl. the workers' start) | "
+            f"{min(r['pair_in_turn_s']):.1f} s / {min(r['pair_at_once_s']):.1f} s "
+            f"({r['pair_speedup']:.2f}x) | |"
+        )
+    lines += [
         f"| development evaluation ({r['dev_prompts']} dev prompts) | {r['dev_eval_s']:.2f} s | |",
         f"| truth evaluation (500 prompts per family) | {r['truth_eval_s']:.2f} s | |",
         "",

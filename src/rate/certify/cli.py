@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from rate.errors import ConfigError
+from rate.parallel import add_jobs_argument
 
 
 def named_paths(items: list[str], flag: str = "--policy") -> dict[str, Path]:
@@ -97,6 +98,7 @@ def register(tiny: argparse._SubParsersAction) -> None:
         default="label-free",
         help="how the checkpoint is chosen (default: label-free)",
     )
+    add_jobs_argument(s, "kl_coef runs trained")
     _settings_arguments(s)
     s.set_defaults(func=cmd_sweep)
 
@@ -145,7 +147,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise ConfigError("--steps must be >= 1 and --save-every >= 0")
     result = recipe_sweep(
         args.world, args.out, kls, args.steps, args.save_every, args.wrapper,
-        args.seed, _settings(args), args.selection,
+        args.seed, _settings(args), args.selection, args.jobs,
     )  # fmt: skip
     table = markdown(result)
     atomic_write_text(args.out / "sweep.md", table)

@@ -19,6 +19,7 @@ from rate.certify.certify import CertifySettings, certify_policy, gather, load_g
 from rate.certify.estimators import abstains, ess
 from rate.errors import BusyError, ConfigError
 from rate.io import atomic_write_json, folder_lock, read_json
+from rate.parallel import run_jobs
 from rate.tinyrlhf.models import load_policy, load_reward_model
 from rate.tinyrlhf.rl import load_reward_wrapper, load_rl_config, train_rl
 from rate.tinyrlhf.vocab import FAMILIES
@@ -95,8 +96,9 @@ def recipe_sweep(
     seed: int = 0,
     settings: CertifySettings | None = None,
     selection: str = "label-free",
+    jobs: int | None = None,
 ) -> dict:
-    """Train (or reuse) one run per kl_coef under ``out/``, screen or certify every checkpoint,
+    """Train (or reuse) one run per kl_coef under ``out/`` (``jobs`` at a time), screen or certify every checkpoint,
     choose one and certify it on gold that nothing that chose it has seen.
 
     ``label-free``: the choice is the highest corrected reward on fresh samples among the
@@ -120,9 +122,12 @@ def recipe_sweep(
             select, report_rows = split_gold(gold.families.numpy(), seed)
         else:
             select, report_rows = None, np.arange(len(gold.labels))
+        # The runs train first, ``jobs`` at a time, each on one thread (rate.parallel).
+        tasks = [(world, out, kl, steps, save_every, wrapper, seed) for kl in kl_coefs]
+        runs = dict(run_jobs(train_once_task, tasks, jobs))
         candidates = []
-        for kl in kl_coefs:
-            run = train_once(world, out, kl, steps, save_every, wrapper, seed)
+        for i, kl in enumerate(kl_coefs):
+            run = runs[i]
             for step, path in checkpoints_of(run).items():
                 row = {"kl_coef": kl, "step": step, "checkpoint": str(path)}
                 if selection == "label-free":
@@ -170,6 +175,11 @@ def recipe_sweep(
             }
         atomic_write_json(out / "sweep.json", result)
         return result
+
+
+def train_once_task(task: tuple) -> Path:
+    """:func:`train_once` on one tuple of its arguments (a worker's job)."""
+    return train_once(*task)
 
 
 def train_once(

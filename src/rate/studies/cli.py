@@ -7,6 +7,7 @@ import logging
 import math
 from pathlib import Path
 
+from rate.parallel import add_jobs_argument
 from rate.settings import project_dir
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--corrections", default="none,ridge,ours,oracle")
     r.add_argument("--steps", type=int, help="override every recipe's steps (CI-sized runs)")
     r.add_argument("--per-family", type=int, default=500, help="evaluation prompts per family")
+    add_jobs_argument(r, "RL runs trained and evaluated")
     r.set_defaults(func=cmd_release_study)
 
     v = study.add_parser(
@@ -225,6 +227,7 @@ def cmd_release_study(args: argparse.Namespace) -> int:
         recipes,
         tuple(names(args.corrections, CORRECTIONS, "corrections")),
         args.per_family,
+        args.jobs,
     )
     atomic_write_json(args.out / "release_study.json", study)
     table = markdown(study)

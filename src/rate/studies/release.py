@@ -19,6 +19,7 @@ from rate.audit.scan import AuditSettings
 from rate.audit.wrapper import corrections, write_corrections
 from rate.errors import BusyError
 from rate.io import atomic_write_json, folder_lock, read_json
+from rate.parallel import run_jobs
 from rate.tinyrlhf.audit_truth import oracle_corrections
 from rate.tinyrlhf.evaluate import evaluate_policy, load_oracle
 from rate.tinyrlhf.models import load_policy, load_reward_model
@@ -93,6 +94,11 @@ def run_cell(
     return report
 
 
+def run_cell_task(task: tuple) -> dict:
+    """:func:`run_cell` on one tuple of its arguments (a worker's job)."""
+    return run_cell(*task)
+
+
 def run_release_study(
     world: Path,
     out: Path,
@@ -100,8 +106,10 @@ def run_release_study(
     recipes: dict[str, dict],
     corrections_: tuple[str, ...] = CORRECTIONS,
     per_family: int = 500,
+    jobs: int | None = None,
 ) -> dict:
-    """Every cell of the grid, its summary and the goals' verdicts."""
+    """Every cell of the grid, its summary and the goals' verdicts; ``jobs`` runs at a time
+    (default: one per CPU)."""
     world, out = Path(world), Path(out)
     with folder_lock(
         out,
@@ -119,29 +127,43 @@ def run_release_study(
             ref = load_policy(world / "policy")
             reference = evaluate_policy(ref, oracle, None, None, per_family)
             atomic_write_json(ref_path, reference)
+        # Seed by seed, so that a study stopped early has every cell of its first seeds; the
+        # runs train ``jobs`` at a time, each on one thread (rate.parallel).
+        grid = [
+            (seed, recipe_name, correction)
+            for seed in seeds
+            for recipe_name in recipes
+            for correction in corrections_
+        ]
+        tasks = [
+            (
+                world,
+                out / "runs" / f"{correction}-{recipe_name}-s{seed}",
+                wrappers[correction],
+                recipes[recipe_name],
+                seed,
+                per_family,
+            )
+            for seed, recipe_name, correction in grid
+        ]
+        reports: dict[int, dict] = {}
+        for i, report in run_jobs(run_cell_task, tasks, jobs):
+            log.info("release study: %s done", tasks[i][1].name)
+            reports[i] = report
         cells = []
-        # Seed by seed, so that a study stopped early has every cell of its first seeds.
-        for seed in seeds:
-            for recipe_name, recipe in recipes.items():
-                for correction in corrections_:
-                    run_dir = out / "runs" / f"{correction}-{recipe_name}-s{seed}"
-                    log.info("release study: %s", run_dir.name)
-                    report = run_cell(
-                        world, run_dir, wrappers[correction], recipe, seed, per_family
-                    )
-                    cells.append(
-                        {
-                            "recipe": recipe_name,
-                            "correction": correction,
-                            "seed": seed,
-                            "run": str(run_dir.relative_to(out)),
-                            "balanced": report["balanced"]["true_quality"],
-                            "kl": report["balanced"].get("kl"),
-                            "per_family": {
-                                f: report["per_family"][f]["true_quality"] for f in FAMILIES
-                            },
-                        }
-                    )
+        for i, (seed, recipe_name, correction) in enumerate(grid):
+            report = reports[i]
+            cells.append(
+                {
+                    "recipe": recipe_name,
+                    "correction": correction,
+                    "seed": seed,
+                    "run": str(tasks[i][1].relative_to(out)),
+                    "balanced": report["balanced"]["true_quality"],
+                    "kl": report["balanced"].get("kl"),
+                    "per_family": {f: report["per_family"][f]["true_quality"] for f in FAMILIES},
+                }
+            )
         return {
             "world": str(world),
             "recipes": recipes,

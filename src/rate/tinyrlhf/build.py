@@ -20,13 +20,14 @@ import torch
 
 from rate import __version__
 from rate.io import atomic_directory, atomic_write_json, atomic_write_text, write_jsonl
+from rate.parallel import default_jobs, run_jobs
 from rate.progress import steps
 from rate.schema import to_dict
 from rate.tinyrlhf import labels
-from rate.tinyrlhf.data import LabelledSet, labelled_rows, pool_from_records
+from rate.tinyrlhf.data import LabelledSet, PromptPool, labelled_rows, pool_from_records
 from rate.tinyrlhf.dev_eval import dev_evaluate
 from rate.tinyrlhf.evaluate import TRUTH_FILE
-from rate.tinyrlhf.models import load_policy, save_model
+from rate.tinyrlhf.models import load_policy, load_reward_model, save_model
 from rate.tinyrlhf.oracle import Oracle
 from rate.tinyrlhf.prompts import balanced, make_prompts
 from rate.tinyrlhf.reports import run_notes, runs_index, training_notes
@@ -54,8 +55,13 @@ def run_family_weights(spec: RunSpec, config: WorldConfig) -> dict[str, float] |
     return {fam: (1.0 if fam in chosen else 0.0) for fam in FAMILIES}
 
 
-def build_world(config: WorldConfig, out: Path, overwrite: bool = False) -> dict:
-    """Build the world into ``out``; returns the timings and headline statistics."""
+def build_world(
+    config: WorldConfig, out: Path, overwrite: bool = False, jobs: int | None = None
+) -> dict:
+    """Build the world into ``out``; returns the timings and headline statistics.
+
+    The RL runs train ``jobs`` at a time in worker processes (default: one per CPU), each on
+    one thread, so the world is the same whatever ``jobs`` is."""
     timings: dict[str, float] = {}
     t_all = time.perf_counter()
     names = ["sft", "reward model", "shortcut check", "gold labels"]
@@ -159,33 +165,29 @@ def build_world(config: WorldConfig, out: Path, overwrite: bool = False) -> dict
             policy, policy, rm, dev_pool, gold, policy_name="policy", prompts_name=dev_name
         )
         atomic_write_json(root / "policy" / "dev_eval.json", reference_eval)
-        run_rows = []
-        timings["rl_training_s"] = 0.0  # of runs_s: the trainer alone, summed over the runs
-        for spec in config.runs:
-            run_cfg = dataclasses.replace(
-                default, **spec.overrides, family_weights=run_family_weights(spec, config)
-            )
-            run_dir = root / "runs" / spec.name
-            step(f"RL run {spec.name}")
-            log.info("world: RL run %s", spec.name)
-            t_run = time.perf_counter()
-            train_rl(run_cfg, root, run_dir)
-            timings["rl_training_s"] += time.perf_counter() - t_run
-            trained = load_policy(run_dir / "checkpoint")
-            dev_eval = dev_evaluate(
-                trained,
-                policy,
-                rm,
+        tasks = [
+            RunTask(
+                spec,
+                dataclasses.replace(
+                    default, **spec.overrides, family_weights=run_family_weights(spec, config)
+                ),
+                root,
                 dev_pool,
                 gold,
-                policy_name=f"runs/{spec.name}/checkpoint",
-                prompts_name=dev_name,
+                reference_eval,
             )
-            atomic_write_json(run_dir / "dev_eval.json", dev_eval)
-            atomic_write_text(
-                run_dir / "NOTES.md", run_notes(spec, run_cfg, dev_eval, reference_eval)
-            )
-            run_rows.append((spec, run_cfg, dev_eval))
+            for spec in config.runs
+        ]
+        jobs = default_jobs(len(tasks)) if jobs is None else jobs
+        log.info("world: %d RL runs, %d at a time", len(tasks), jobs)
+        dev_evals: dict[int, dict] = {}
+        timings["rl_training_s"] = 0.0  # of runs_s: the trainer alone, summed over the runs
+        for i, (dev_eval, rl_seconds) in run_jobs(train_world_run, tasks, jobs):
+            step(f"RL run {tasks[i].spec.name}")
+            log.info("world: RL run %s done (%.1f s)", tasks[i].spec.name, rl_seconds)
+            dev_evals[i] = dev_eval
+            timings["rl_training_s"] += rl_seconds
+        run_rows = [(t.spec, t.config, dev_evals[i]) for i, t in enumerate(tasks)]
         atomic_write_text(root / "runs" / "README.md", runs_index(run_rows, reference_eval))
         timings["runs_s"] = time.perf_counter() - t
         timings["total_s"] = time.perf_counter() - t_all
@@ -194,10 +196,46 @@ def build_world(config: WorldConfig, out: Path, overwrite: bool = False) -> dict
             "seed": config.seed,
             "timings": {k: round(v, 2) for k, v in timings.items()},
             "torch_threads": torch.get_num_threads(),
+            "rl_jobs": jobs,  # each run on one thread (rate.parallel)
         }
         atomic_write_json(root / "world_info.json", info)
     log.info("world built in %.1f s at %s", timings["total_s"], out)
     return info
+
+
+@dataclasses.dataclass
+class RunTask:
+    """One of the world's RL runs, with what its development evaluation needs."""
+
+    spec: RunSpec
+    config: RLConfig
+    root: Path
+    dev_pool: PromptPool
+    gold: LabelledSet
+    reference_eval: dict
+
+
+def train_world_run(task: RunTask) -> tuple[dict, float]:
+    """Train one world run into runs/NAME and write its dev_eval.json and NOTES.md.
+    -> its development evaluation and the trainer's seconds (a worker's job)."""
+    run_dir = task.root / "runs" / task.spec.name
+    t = time.perf_counter()
+    train_rl(task.config, task.root, run_dir)
+    rl_seconds = time.perf_counter() - t
+    dev_eval = dev_evaluate(
+        load_policy(run_dir / "checkpoint"),
+        load_policy(task.root / "policy"),
+        load_reward_model(task.root / "reward_model"),
+        task.dev_pool,
+        task.gold,
+        policy_name=f"runs/{task.spec.name}/checkpoint",
+        prompts_name="data/prompts_dev.jsonl",
+    )
+    atomic_write_json(run_dir / "dev_eval.json", dev_eval)
+    atomic_write_text(
+        run_dir / "NOTES.md", run_notes(task.spec, task.config, dev_eval, task.reference_eval)
+    )
+    return dev_eval, rl_seconds
 
 
 def ensure_world(world: Path, small: bool = False) -> Path:
@@ -222,4 +260,4 @@ def qa_sample(rows: list[dict], per_family: int) -> list[dict]:
     return out
 
 
-__all__ = ["build_world", "ensure_world", "qa_sample", "run_family_weights"]
+__all__ = ["build_world", "ensure_world", "qa_sample", "run_family_weights", "train_world_run"]

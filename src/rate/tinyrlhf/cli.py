@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rate.errors import RateError
 from rate.io import atomic_write_json, write_jsonl
+from rate.parallel import add_jobs_argument
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,7 @@ def register(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:
     )
     which.add_argument("--small", action="store_true", help="the small variant for tests (seconds)")
     b.add_argument("--overwrite", action="store_true", help="replace an existing world")
+    add_jobs_argument(b, "RL runs trained")
     b.set_defaults(func=cmd_build)
 
     r = tiny.add_parser("rl", help="KL-regularised REINFORCE against a reward model")
@@ -117,7 +119,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from rate.tinyrlhf.worldconfig import load_world_config
 
     config = load_world_config(args.config, small=args.small, name=args.world_config)
-    info = build_world(config, args.out, overwrite=args.overwrite)
+    info = build_world(config, args.out, overwrite=args.overwrite, jobs=args.jobs)
     print(f"world built at {args.out} in {info['timings']['total_s']:.1f} s")
     return 0
 

@@ -98,8 +98,9 @@ def recipe_sweep(
     selection: str = "label-free",
     jobs: int | None = None,
 ) -> dict:
-    """Train (or reuse) one run per kl_coef under ``out/`` (``jobs`` at a time), screen or certify every checkpoint,
-    choose one and certify it on gold that nothing that chose it has seen.
+    """Train (or reuse) one run per kl_coef under ``out/`` (``jobs`` at a time), screen or
+    certify every checkpoint, choose one and certify it on gold that nothing that chose it has
+    seen.
 
     ``label-free``: the choice is the highest corrected reward on fresh samples among the
     checkpoints whose weights could support a certificate, which reads no label, so the whole

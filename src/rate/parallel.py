@@ -1,11 +1,12 @@
 """Independent torch jobs in worker processes, one thread each.
 
-At the tiny world's sizes a step is hundreds of small kernels, and a second thread speeds one
-RL run up by only ~1.15x on two cores, while two single-threaded runs side by side finish in
-~0.6x the time of the two in turn (measured: 300-step runs, 23-26 s against 43 s). So jobs
-such as a world's RL runs go to a pool of single-threaded processes. A job computes the same
-numbers whichever worker runs it and however many there are, because every job runs on one
-thread, in a worker or in this process (``jobs=1``).
+At the tiny world's sizes an RL step is hundreds of small kernels: a second thread speeds one
+run up by 1.2-1.5x on two cores (65 against 54 and 66 against 45 ms per step, measured), and
+two single-threaded runs at once finish in 0.84x the time of the two in turn on both threads
+(``BENCHMARKS.md``; over a world build's five runs, 0.64x). So the RL runs of a world build,
+the release study and the sweep go to a pool of single-threaded processes. A job computes the
+same numbers whichever worker runs it and however many there are, because every job runs on
+one thread, in a worker or in this process (``jobs=1``).
 """
 
 from __future__ import annotations

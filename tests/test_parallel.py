@@ -121,3 +121,20 @@ def test_default_jobs_is_bounded_by_tasks_and_cpus():
     assert 1 <= default_jobs(100) <= (os.cpu_count() or 1)
     with pytest.raises(ValueError, match="jobs must be >= 1"):
         list(run_jobs(square_and_threads, [1], jobs=0))
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two"])
+def test_a_bad_jobs_flag_is_one_usage_line(value, capsys):
+    import argparse
+
+    from rate.parallel import add_jobs_argument
+
+    parser = argparse.ArgumentParser(prog="rate tinyrlhf build")
+    add_jobs_argument(parser, "RL runs trained")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--jobs", value])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (
+        f"rate tinyrlhf build: error: argument --jobs: expected a whole number >= 1, got '{value}'"
+    )
+    assert parser.parse_args(["--jobs", "3"]).jobs == 3

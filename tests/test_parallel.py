@@ -21,9 +21,8 @@ def square_and_threads(x: int) -> tuple[int, int, int]:
     return x * x, torch.get_num_threads(), os.getpid()
 
 
-def fail_or_sleep(task: tuple[str, str]) -> int:
+def fail_or_sleep(kind: str, path: str) -> int:
     """('fail', _) raises after a moment; ('sleep', pidfile) writes its pid and sleeps."""
-    kind, path = task
     if kind == "fail":
         time.sleep(1.0)  # the sleeper has started by now
         raise RateError("run 'broken': reward_wrapper nope.py does not exist")
@@ -39,7 +38,7 @@ def nap(seconds: float) -> float:
 
 def test_results_arrive_as_each_job_finishes():
     """A progress bar over the jobs moves when one finishes, not when all have."""
-    order = [i for i, _ in run_jobs(nap, [6.0, 0.0], jobs=2)]
+    order = [i for i, _ in run_jobs(nap, [(6.0,), (0.0,)], jobs=2)]
     assert order == [1, 0]
 
 
@@ -64,7 +63,7 @@ def wait_gone(pid: int, seconds: float = 30.0) -> bool:
 
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_every_task_runs_once_on_one_thread(jobs):
-    results = dict(run_jobs(square_and_threads, [1, 2, 3, 4, 5], jobs))
+    results = dict(run_jobs(square_and_threads, [(1,), (2,), (3,), (4,), (5,)], jobs))
     assert {i: r[0] for i, r in results.items()} == {0: 1, 1: 4, 2: 9, 3: 16, 4: 25}
     assert {r[1] for r in results.values()} == {1}  # one torch thread, in a worker or here
     pids = {r[2] for r in results.values()}
@@ -78,7 +77,7 @@ def test_the_in_process_path_restores_the_thread_count():
     import torch
 
     before = torch.get_num_threads()
-    list(run_jobs(square_and_threads, [1, 2], jobs=1))
+    list(run_jobs(square_and_threads, [(1,), (2,)], jobs=1))
     assert torch.get_num_threads() == before
 
 
@@ -120,7 +119,7 @@ def test_default_jobs_is_bounded_by_tasks_and_cpus():
     assert default_jobs(1) == 1
     assert 1 <= default_jobs(100) <= (os.cpu_count() or 1)
     with pytest.raises(ValueError, match="jobs must be >= 1"):
-        list(run_jobs(square_and_threads, [1], jobs=0))
+        list(run_jobs(square_and_threads, [(1,)], jobs=0))
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "two"])

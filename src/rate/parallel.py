@@ -22,7 +22,6 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager, suppress
 from typing import TypeVar
 
-T = TypeVar("T")
 R = TypeVar("R")
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -80,11 +79,12 @@ def _init_worker() -> None:
 
 
 def run_jobs(
-    fn: Callable[[T], R], tasks: Sequence[T], jobs: int | None = None
+    fn: Callable[..., R], tasks: Sequence[tuple], jobs: int | None = None
 ) -> Iterator[tuple[int, R]]:
-    """Yield ``(index, fn(task))`` for every task as each finishes, ``jobs`` at a time
-    (default: :func:`default_jobs`). ``fn`` must be a module-level function and tasks and
-    results picklable. The first job to raise stops the rest and its error is raised here.
+    """Yield ``(index, fn(*task))`` for every task (a tuple of arguments) as each finishes,
+    ``jobs`` at a time (default: :func:`default_jobs`). ``fn`` must be a module-level function
+    and its arguments and results picklable. The first job to raise stops the rest and its
+    error is raised here.
     """
     jobs = default_jobs(len(tasks)) if jobs is None else jobs
     if jobs < 1:
@@ -92,7 +92,7 @@ def run_jobs(
     if jobs == 1 or len(tasks) <= 1:
         for i, task in enumerate(tasks):
             with single_thread():
-                result = fn(task)
+                result = fn(*task)
             yield i, result
         return
     # spawn, not fork: a child forked from a process whose OpenMP pool has run can hang.
@@ -100,7 +100,7 @@ def run_jobs(
     pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker)
     finished = False
     try:
-        futures = {pool.submit(fn, task): i for i, task in enumerate(tasks)}
+        futures = {pool.submit(fn, *task): i for i, task in enumerate(tasks)}
         pending = set(futures)
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)

@@ -82,24 +82,20 @@ def bench_rl(world: Path, tmp: Path, compare_steps: int, rounds: int = 5) -> dic
     return out
 
 
-def _train_short(task: tuple[RLConfig, Path, Path]) -> None:
-    config, world, out = task
-    train_rl(config, world, out, overwrite=True)
-
-
 def bench_run_throughput(config: RLConfig, world: Path, tmp: Path, rounds: int) -> dict:
     """Wall time of two runs (seeds 1, 2) in turn, on all threads, against the same two at
     once in single-threaded workers (rate.parallel, as the world build and the studies run
     theirs); interleaved rounds, the median ratio."""
     jobs = default_jobs(2)
     tasks = [
-        (dataclasses.replace(config, seed=seed), world, tmp / f"rl_pair{seed}") for seed in (1, 2)
+        (dataclasses.replace(config, seed=seed), world, tmp / f"rl_pair{seed}", True)
+        for seed in (1, 2)
     ]
     in_turn, at_once = [], []
     for _ in range(rounds):
-        secs, _ = timed(lambda: [_train_short(task) for task in tasks])
+        secs, _ = timed(lambda: [train_rl(*task) for task in tasks])
         in_turn.append(secs)
-        secs, _ = timed(lambda: list(run_jobs(_train_short, tasks, jobs)))
+        secs, _ = timed(lambda: list(run_jobs(train_rl, tasks, jobs)))
         at_once.append(secs)
     return {
         "pair_in_turn_s": in_turn,

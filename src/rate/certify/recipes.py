@@ -125,7 +125,7 @@ def recipe_sweep(
             select, report_rows = None, np.arange(len(gold.labels))
         # The runs train first, ``jobs`` at a time, each on one thread (rate.parallel).
         tasks = [(world, out, kl, steps, save_every, wrapper, seed) for kl in kl_coefs]
-        runs = dict(run_jobs(train_once_task, tasks, jobs))
+        runs = dict(run_jobs(train_once, tasks, jobs))
         candidates = []
         for i, kl in enumerate(kl_coefs):
             run = runs[i]
@@ -176,11 +176,6 @@ def recipe_sweep(
             }
         atomic_write_json(out / "sweep.json", result)
         return result
-
-
-def train_once_task(task: tuple) -> Path:
-    """:func:`train_once` on one tuple of its arguments (a worker's job)."""
-    return train_once(*task)
 
 
 def train_once(

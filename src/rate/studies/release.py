@@ -94,11 +94,6 @@ def run_cell(
     return report
 
 
-def run_cell_task(task: tuple) -> dict:
-    """:func:`run_cell` on one tuple of its arguments (a worker's job)."""
-    return run_cell(*task)
-
-
 def run_release_study(
     world: Path,
     out: Path,
@@ -147,7 +142,7 @@ def run_release_study(
             for seed, recipe_name, correction in grid
         ]
         reports: dict[int, dict] = {}
-        for i, report in run_jobs(run_cell_task, tasks, jobs):
+        for i, report in run_jobs(run_cell, tasks, jobs):
             log.info("release study: %s done", tasks[i][1].name)
             reports[i] = report
         cells = []

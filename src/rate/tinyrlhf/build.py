@@ -182,7 +182,7 @@ def build_world(
         log.info("world: %d RL runs, %d at a time", len(tasks), jobs)
         dev_evals: dict[int, dict] = {}
         timings["rl_training_s"] = 0.0  # of runs_s: the trainer alone, summed over the runs
-        for i, (dev_eval, rl_seconds) in run_jobs(train_world_run, tasks, jobs):
+        for i, (dev_eval, rl_seconds) in run_jobs(train_world_run, [(t,) for t in tasks], jobs):
             step(f"RL run {tasks[i].spec.name}")
             log.info("world: RL run %s done (%.1f s)", tasks[i].spec.name, rl_seconds)
             dev_evals[i] = dev_eval

@@ -61,7 +61,8 @@ def build_world(
     """Build the world into ``out``; returns the timings and headline statistics.
 
     The RL runs train ``jobs`` at a time in worker processes (default: one per CPU), each on
-    one thread, so the world is the same whatever ``jobs`` is."""
+    one thread, so the world is the same whatever ``jobs`` is. The workers are spawned, so a
+    script calling this with ``jobs`` > 1 needs an ``if __name__ == "__main__":`` guard."""
     timings: dict[str, float] = {}
     t_all = time.perf_counter()
     names = ["sft", "reward model", "shortcut check", "gold labels"]

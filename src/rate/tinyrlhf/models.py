@@ -22,6 +22,7 @@ from torch import nn
 
 from rate.errors import RateError
 from rate.io import atomic_directory, atomic_write_json
+from rate.tinyrlhf.kernels import attention_weights, linear
 from rate.tinyrlhf.vocab import N_SYLLABLES, PROMPT_LEN, RESPONSE_LEN, SEQ_LEN, VOCAB_SIZE
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,7 @@ class SelfAttention(nn.Module):
     def heads(self, x: torch.Tensor) -> torch.Tensor:
         """q, k and v of ``x`` (B, T, C), head-major in one view: (3, B, H, T, C/H)."""
         B, T, C = x.shape
-        qkv = F.linear(x, self.qkv.weight, self.qkv.bias)  # (B, T, 3C)
+        qkv = linear(x, self.qkv.weight, self.qkv.bias)  # (B, T, 3C)
         return qkv.view(B, T, 3, self.n_head, C // self.n_head).permute(2, 0, 3, 1, 4)
 
     def mix(
@@ -88,11 +89,11 @@ class SelfAttention(nn.Module):
             k.reshape(B * H, S, D).transpose(1, 2),
             alpha=1.0 / math.sqrt(D),
         )
-        y = torch.bmm(att.softmax(dim=-1), v.reshape(B * H, S, D))  # (B*H, T, D)
+        y = torch.bmm(attention_weights(att), v.reshape(B * H, S, D))  # (B*H, T, D)
         return y.view(B, H, T, D).transpose(1, 2).reshape(B, T, H * D)
 
     def project(self, y: torch.Tensor) -> torch.Tensor:
-        return F.linear(y, self.proj.weight, self.proj.bias)
+        return linear(y, self.proj.weight, self.proj.bias)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         q, k, v = self.heads(x).contiguous()
@@ -115,8 +116,8 @@ class Block(nn.Module):
     def feed_forward(self, x: torch.Tensor) -> torch.Tensor:
         """x + mlp(ln2(x)), the second half of the block."""
         up, down = self.mlp[0], self.mlp[2]
-        h = F.gelu(F.linear(self.ln(self.ln2, x), up.weight, up.bias))
-        return x + F.linear(h, down.weight, down.bias)
+        h = linear(self.ln(self.ln2, x), up.weight, up.bias, gelu=True)
+        return x + linear(h, down.weight, down.bias)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.ln(self.ln1, x), mask)
@@ -164,7 +165,7 @@ class Policy(nn.Module):
     def logits(self, x: torch.Tensor) -> torch.Tensor:
         """Output logits of final hidden states (..., C) -> (..., n_out)."""
         x = F.layer_norm(x, self.ln_f.normalized_shape, self.ln_f.weight, self.ln_f.bias)
-        return F.linear(x, self.head.weight, self.head.bias)
+        return linear(x, self.head.weight, self.head.bias)
 
     def hidden(self, idx: torch.Tensor) -> torch.Tensor:
         """Final hidden states (B, T, C) of the causal sequences ``idx`` (B, T)."""
@@ -216,7 +217,7 @@ class Policy(nn.Module):
         H, D = attn.n_head, C // attn.n_head
         # split/unbind rather than slices: their backward joins the pieces instead of filling
         # a zero tensor of the whole for each slice.
-        qkv_prompt, qkv_own = F.linear(h, attn.qkv.weight, attn.qkv.bias).split([U * P, U * k * R])
+        qkv_prompt, qkv_own = linear(h, attn.qkv.weight, attn.qkv.bias).split([U * P, U * k * R])
         prompt = (
             qkv_prompt.view(U, P, 3, H, D).permute(2, 0, 3, 1, 4).contiguous()
         )  # (3, U, H, P, D)
@@ -275,6 +276,14 @@ class Decoder:
         self.kv = torch.empty(c.n_layer, batch, c.n_head, 2, c.block_size, self.head_dim)
         self.layers = [LayerTensors.of(block) for block in policy.blocks]
         self.shape = (c.d_model,)
+        # A step's input to the first block and that block's q, k, v depend on the (position,
+        # token) pair alone: one table holds them for every pair of a drawn token (fewer than
+        # the 14 x 24 rows of one step in RL), and a step gathers its rows in one kernel.
+        first = self.layers[0]
+        x = policy.tok_emb.weight[: c.n_out] + policy.pos_emb.weight[:, None]  # (T, n_out, C)
+        h = F.layer_norm(x, self.shape, first.ln1_weight, first.ln1_bias)
+        qkv = linear(h, first.qkv_weight, first.qkv_bias)  # (T, n_out, 3C)
+        self.first_rows = torch.cat([x, qkv], dim=-1).view(-1, 4 * c.d_model)
 
     def prefill(self, prompts: torch.Tensor, repeats: int) -> torch.Tensor:
         """Encode prompts (U, 6) and store their keys and values for each of their ``repeats``
@@ -293,32 +302,39 @@ class Decoder:
         return pol.logits(x[:, -1]).repeat_interleave(repeats, dim=0)
 
     def step(self, tokens: torch.Tensor, position: int) -> torch.Tensor:
-        """Logits (B, n_out) after the tokens (B,) at ``position``, which join the cache."""
+        """Logits (B, n_out) after the drawn tokens (B,) (syllables: ids below n_out) at
+        ``position``, which join the cache."""
         pol, shape = self.policy, self.shape
-        B, D, S = tokens.shape[0], self.head_dim, position + 1
-        H = shape[0] // D
-        x = F.embedding(tokens, pol.tok_emb.weight) + pol.pos_emb.weight[position]  # (B, C)
+        B, D, S, C = tokens.shape[0], self.head_dim, position + 1, shape[0]
+        H = C // D
+        rows = self.first_rows.index_select(0, tokens + position * pol.config.n_out)  # (B, 4C)
+        x, first_qkv = rows.split([C, 3 * C], dim=1)
         seen = pol.causal[position : position + 1, :S]  # zeros: the new token sees every key
         for i, w in enumerate(self.layers):
-            h = F.layer_norm(x, shape, w.ln1_weight, w.ln1_bias)
-            qkv = F.linear(h, w.qkv_weight, w.qkv_bias).view(B, 3, H, D)
+            if i == 0:
+                qkv = first_qkv.view(B, 3, H, D)
+            else:
+                h = F.layer_norm(x, shape, w.ln1_weight, w.ln1_bias)
+                qkv = linear(h, w.qkv_weight, w.qkv_bias).view(B, 3, H, D)
             self.kv[i, :, :, :, position] = qkv[:, 1:].transpose(1, 2)  # (B, H, 2, D)
             kv = self.kv[i, :, :, :, :S]  # (B, H, 2, S, D)
-            att = torch.baddbmm(
-                seen,
-                qkv[:, 0].reshape(B * H, 1, D),
-                kv[:, :, 0].reshape(B * H, S, D).transpose(1, 2),
-                alpha=1.0 / math.sqrt(D),
-            ).softmax(dim=-1)  # (B*H, 1, S)
+            att = attention_weights(
+                torch.baddbmm(
+                    seen,
+                    qkv[:, 0].reshape(B * H, 1, D),
+                    kv[:, :, 0].reshape(B * H, S, D).transpose(1, 2),
+                    alpha=1.0 / math.sqrt(D),
+                )
+            )  # (B*H, 1, S)
             v = kv[:, :, 1].reshape(B * H, S, D)
             if B <= 1024:  # RL's 128 rows: a broadcast product beats bmm's 1 x S x D matrices
                 y = (att.view(B * H, S, 1) * v).sum(dim=1)
             else:  # thousands of rows: its (B*H, S, D) temporary costs more than bmm
                 y = torch.bmm(att, v).view(B * H, D)
-            x = x + F.linear(y.view(B, H * D), w.proj_weight, w.proj_bias)
+            x = x + linear(y.view(B, H * D), w.proj_weight, w.proj_bias)
             h = F.layer_norm(x, shape, w.ln2_weight, w.ln2_bias)
-            h = F.gelu(F.linear(h, w.up_weight, w.up_bias))
-            x = x + F.linear(h, w.down_weight, w.down_bias)
+            h = linear(h, w.up_weight, w.up_bias, gelu=True)
+            x = x + linear(h, w.down_weight, w.down_bias)
         return pol.logits(x)
 
 
@@ -368,9 +384,9 @@ class RewardModel(nn.Module):
         V = self.config.vocab_size
         if B <= V:
             x = F.embedding(seq, self.tok_emb.weight) + self.pos_emb.weight[:T]
-            return x, F.linear(first.ln(first.ln1, x), qkv_weight, qkv_bias)
+            return x, linear(first.ln(first.ln1, x), qkv_weight, qkv_bias)
         pairs = self.tok_emb.weight + self.pos_emb.weight[:T, None]  # (T, V, C)
-        pair_qkv = F.linear(first.ln(first.ln1, pairs), qkv_weight, qkv_bias)  # (T, V, 3C)
+        pair_qkv = linear(first.ln(first.ln1, pairs), qkv_weight, qkv_bias)  # (T, V, 3C)
         index = seq + self.pair_offsets[:T]  # row of (position, token) in the (T * V) tables
         x = F.embedding(index, pairs.view(T * V, -1))
         return x, F.embedding(index, pair_qkv.view(T * V, -1))

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from rate.errors import BusyError, ConfigError, RateError
+from rate.heap import keep_freed_memory
 from rate.io import atomic_write_json, folder_lock
 from rate.progress import progress
 from rate.schema import flat_assignments, from_dict, opt, to_dict
@@ -247,6 +248,26 @@ def shaped_advantages(
     return shaped, advantage
 
 
+def flat_parameters(module: torch.nn.Module) -> torch.nn.Parameter:
+    """One parameter holding all of ``module``'s, which become views of it, with one gradient
+    of which theirs are views (backward adds into them in place).
+
+    Adam, the gradient norm and its clipping then take one kernel each over ~90,000 numbers
+    instead of one per tensor (26 in the policy): the same elementwise update, with the norm
+    summed in another order. Measured 0.7 -> 0.3 ms of a ~15 ms RL step.
+    """
+    params = [p for p in module.parameters() if p.requires_grad]
+    flat = torch.nn.Parameter(torch.cat([p.detach().reshape(-1) for p in params]))
+    flat.grad = torch.zeros_like(flat)
+    offset = 0
+    for p in params:
+        n = p.numel()
+        p.data = flat.data[offset : offset + n].view_as(p)
+        p.grad = flat.grad[offset : offset + n].view_as(p)
+        offset += n
+    return flat
+
+
 class PromptSampler:
     """Draws prompts: a family by weight, then a prompt of that family uniformly."""
 
@@ -320,6 +341,7 @@ def _refuse_finished(out: Path, overwrite: bool) -> None:
 
 def _train(config: RLConfig, inputs: RLInputs, world: Path, out: Path) -> dict:
     """The loop of :func:`train_rl`, with the run folder's lock held."""
+    keep_freed_memory()
     torch.manual_seed(config.seed)
     gen = torch.Generator().manual_seed(config.seed)
     _clear_run(out)
@@ -332,9 +354,8 @@ def _train(config: RLConfig, inputs: RLInputs, world: Path, out: Path) -> dict:
     for p in (*reference.parameters(), *rm.parameters()):
         p.requires_grad_(False)
     policy.train()
-    # One fused kernel per tensor for Adam, one foreach pass for the norm: the same update as
-    # the per-tensor loops, with ~900 fewer small ops per step.
-    opt = torch.optim.Adam(policy.parameters(), lr=config.lr, fused=True)
+    flat = flat_parameters(policy)
+    opt = torch.optim.Adam([flat], lr=config.lr, fused=True)
     k = config.samples_per_prompt
     sampler = PromptSampler(inputs.pool, inputs.family_probs)
     start = time.perf_counter()
@@ -362,9 +383,9 @@ def _train(config: RLConfig, inputs: RLInputs, world: Path, out: Path) -> dict:
             kl = (logp.detach() - ref_logp).sum(-1)  # (B*k,)
             shaped, advantage = shaped_advantages(reward, kl, config.kl_coef, k)
             loss = -(advantage * logp.sum(-1)).mean()
-            opt.zero_grad(set_to_none=True)
+            flat.grad.zero_()  # the parameters' gradients are views of it: kept, not freed
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm, foreach=True)
+            torch.nn.utils.clip_grad_norm_(flat, config.max_grad_norm)
             opt.step()
 
             if step % config.log_every == 0 or step == config.steps:

@@ -7,6 +7,7 @@ import logging
 import torch
 import torch.nn.functional as F
 
+from rate.heap import keep_freed_memory
 from rate.progress import progress
 from rate.tinyrlhf.models import RewardModel, RewardModelConfig
 
@@ -26,6 +27,7 @@ def train_reward_model(
     """Fit a fresh reward model to labels; returns it and per-epoch training loss."""
     if not torch.isfinite(labels).all():
         raise ValueError("labels contain NaN or infinity")
+    keep_freed_memory()
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     rm = RewardModel(config)

@@ -7,6 +7,7 @@ import logging
 import torch
 import torch.nn.functional as F
 
+from rate.heap import keep_freed_memory
 from rate.progress import progress
 from rate.tinyrlhf.models import Policy, PolicyConfig
 
@@ -23,6 +24,7 @@ def train_sft(
     config: PolicyConfig | None = None,
 ) -> tuple[Policy, list[dict]]:
     """Fit a fresh policy to (prompt, response) demonstrations; returns it and per-epoch metrics."""
+    keep_freed_memory()
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     policy = Policy(config)

@@ -1,0 +1,48 @@
+"""The C heap's settings for training loops: freed memory is kept for reuse, not returned.
+
+A tiny-world training step allocates and frees hundreds of tensors of 0.1-2 MB. With glibc's
+defaults, blocks that large come from fresh ``mmap`` pages or from a heap top that is trimmed
+back to the system after each step, so every step touches new pages: ~2,000 page faults per
+RL step, measured, which cost a quarter of its time (23.7 against 19.5 ms). Raising the mmap
+threshold to glibc's maximum and switching trimming off serves them from the heap instead,
+at the price of a process whose resident memory stays at its peak (tens of MB here). The
+arithmetic is unchanged: only where the bytes live moves.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+import sys
+from functools import cache
+
+log = logging.getLogger(__name__)
+
+# glibc's malloc.h
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+_MMAP_THRESHOLD_MAX = 4 * 1024 * 1024 * ctypes.sizeof(ctypes.c_long)  # 32 MB on 64-bit
+_NO_TRIM = 2**31 - 1  # the option is an int: the largest, i.e. never trim
+
+
+@cache
+def keep_freed_memory() -> bool:
+    """Have glibc's malloc keep freed blocks for reuse (once per process; later calls do
+    nothing). -> whether the settings took (False off glibc, where nothing changes)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # musl and others have no mallopt
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    took = bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_MAX)) and bool(
+        mallopt(_M_TRIM_THRESHOLD, _NO_TRIM)
+    )
+    log.debug("malloc keeps freed memory: %s", took)
+    return took
+
+
+__all__ = ["keep_freed_memory"]

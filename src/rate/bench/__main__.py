@@ -103,11 +103,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--compare-steps",
         type=int,
-        default=50,
+        default=100,
         help="steps per round for the published-trainer / plain-loop / ours comparison",
     )
     parser.add_argument(
-        "--compare-rounds", type=int, default=5, help="interleaved rounds of that comparison"
+        "--compare-rounds", type=int, default=3, help="interleaved rounds of that comparison"
     )
     parser.add_argument("--keep", type=Path, help="keep the full world built by the benchmark here")
     parser.add_argument(

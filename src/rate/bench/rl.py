@@ -12,10 +12,21 @@
 
 Both are benchmark-only: ``rate.tinyrlhf.rl.train_rl`` is the trainer. Each returns the loop's
 own seconds (loading excluded), so steps/s compare like with like.
+
+:func:`run_contender` runs one of the three in a fresh process (``python -m rate.bench.rl``),
+with the OpenMP settings and thread count asked: both are fixed when torch loads, and our
+trainer changes the C heap's settings for the rest of its process (``rate.heap``), which must
+not reach the published trainer's measurement.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -23,8 +34,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from rate.errors import RateError
 from rate.tinyrlhf.models import Policy, RewardModel
-from rate.tinyrlhf.rl import PromptSampler, RLConfig, prepare, shaped_advantages
+from rate.tinyrlhf.rl import (
+    PromptSampler,
+    RLConfig,
+    load_rl_config,
+    prepare,
+    shaped_advantages,
+    train_rl,
+)
 from rate.tinyrlhf.sampling import response_logprobs, sample_without_cache
 from rate.tinyrlhf.vocab import PROMPT_LEN, RESPONSE_LEN
 
@@ -177,3 +196,52 @@ def train_rl_plain(config: RLConfig, world: Path) -> dict:
     elapsed = time.perf_counter() - start
     last = {"proxy_reward": proxy.mean().item(), "kl": kl.mean().item()}
     return {"elapsed_s": elapsed, **last, "policy": policy}
+
+
+def train_rl_ours(config: RLConfig, world: Path) -> dict:
+    """Our trainer (``train_rl``, on one thread as always) into a temporary folder; returns
+    the loop's seconds as its log recorded them."""
+    with tempfile.TemporaryDirectory(prefix="rate-bench-rl-") as tmp:
+        last = train_rl(config, world, Path(tmp) / "run")
+    return {"elapsed_s": last["elapsed_s"], "proxy_reward": last["proxy_reward"], "kl": last["kl"]}
+
+
+CONTENDERS = {"anchor": train_rl_anchor, "plain": train_rl_plain, "ours": train_rl_ours}
+
+
+def run_contender(
+    name: str, world: Path, steps: int, threads: int, env: dict[str, str] | None = None
+) -> float:
+    """The loop seconds of ``steps`` default-recipe steps of contender ``name`` in a fresh
+    process on ``threads`` torch threads, with ``env`` added to this one's environment."""
+    command = [sys.executable, "-m", "rate.bench.rl", name, str(world), str(steps), str(threads)]
+    done = subprocess.run(
+        command, env={**os.environ, **(env or {})}, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-1:] or ["(no output)"]
+        raise RateError(f"benchmark contender {name} failed: {tail[0]}")
+    return float(json.loads(done.stdout.strip().splitlines()[-1])["elapsed_s"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """One contender's run, as :func:`run_contender` starts it: JSON on the last line."""
+    parser = argparse.ArgumentParser(prog="python -m rate.bench.rl")
+    parser.add_argument("contender", choices=sorted(CONTENDERS))
+    parser.add_argument("world", type=Path)
+    parser.add_argument("steps", type=int)
+    parser.add_argument("threads", type=int)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("RATE_PROGRESS", "0")
+    torch.set_num_threads(args.threads)
+    config = load_rl_config(
+        args.world / "configs" / "default.json",
+        [f"steps={args.steps}", f"log_every={args.steps}"],
+    )
+    result = CONTENDERS[args.contender](config, args.world)
+    print(json.dumps({"elapsed_s": result["elapsed_s"], "threads": torch.get_num_threads()}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

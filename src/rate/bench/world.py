@@ -8,7 +8,7 @@ import os
 import statistics
 from pathlib import Path
 
-from rate.bench.rl import train_rl_anchor, train_rl_plain
+from rate.bench.rl import run_contender
 from rate.bench.timing import timed
 from rate.parallel import default_jobs, run_jobs
 from rate.tinyrlhf.build import build_world
@@ -39,53 +39,65 @@ def bench_world(tmp: Path, full: Path | None, reused: Path | None = None) -> dic
     return results
 
 
-def bench_rl(world: Path, tmp: Path, compare_steps: int, rounds: int = 5) -> dict:
-    """The default run's time, then the published trainer (the anchor), the plain loop and ours
-    for ``compare_steps`` steps each, interleaved over ``rounds`` rounds (loop time only)."""
+# The OpenMP settings the RL comparison runs under. rate's own: OpenMP threads sleep as soon
+# as a kernel ends (rate sets OMP_WAIT_POLICY=PASSIVE unless told otherwise); torch's own when
+# nothing is set: they spin 300,000 rounds first (libgomp's GOMP_SPINCOUNT default, given
+# explicitly, since rate would otherwise set PASSIVE), which a second thread needs at these
+# sizes and which costs dearly when the cores are shared.
+OMP_SETTINGS = {
+    "passive": {"OMP_WAIT_POLICY": "PASSIVE"},
+    "spin": {"GOMP_SPINCOUNT": "300000"},
+}
+
+
+def bench_rl(world: Path, tmp: Path, compare_steps: int, rounds: int = 3) -> dict:
+    """The default run's time, then the published trainer (the anchor) on one and on two
+    threads, the plain loop and ours for ``compare_steps`` steps each, every one in a fresh
+    process, interleaved over ``rounds`` rounds, under each of :data:`OMP_SETTINGS`."""
 
     config = load_rl_config(world / "configs" / "default.json", ["log_every=1000"])
     full_s, _ = timed(lambda: train_rl(config, world, tmp / "rl_default"))
-    short = load_rl_config(
-        world / "configs" / "default.json", [f"steps={compare_steps}", f"log_every={compare_steps}"]
-    )
-
-    def ours() -> float:
-        train_rl(short, world, tmp / "rl_ours", overwrite=True)
-        return json.loads((tmp / "rl_ours" / "log.jsonl").read_text().splitlines()[-1])["elapsed_s"]
-
-    contenders = {
-        "anchor": lambda: train_rl_anchor(short, world)["elapsed_s"],
-        "plain": lambda: train_rl_plain(short, world)["elapsed_s"],
-        "ours": ours,
+    contenders = {  # name: (trainer, threads); ours trains on one thread whatever it is given
+        "anchor_1t": ("anchor", 1),
+        "anchor_2t": ("anchor", 2),
+        "plain": ("plain", 1),
+        "ours": ("ours", 1),
     }
-    seconds: dict[str, list[float]] = {name: [] for name in contenders}
-    for _ in range(rounds):  # interleaved, so that drift in the machine's speed hits all alike
-        for name, run in contenders.items():
-            seconds[name].append(run())
     out = {
         "default_run_s": full_s,
         "default_steps": config.steps,
         "compare_steps": compare_steps,
         "compare_rounds": rounds,
-        "rl_load_average": os.getloadavg()[0],  # these machines are shared: say how busy
-        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"),
     }
-    for name, secs in seconds.items():  # the best round: the least disturbed by other work
-        out[f"{name}_steps_per_s"] = compare_steps / min(secs)
-        out[f"{name}_round_s"] = secs
-    for other in ("anchor", "plain"):  # per round, then the median: robust to a noisy round
-        ratios = [a / b for a, b in zip(seconds[other], seconds["ours"], strict=True)]
-        out[f"ours_vs_{other}"] = statistics.median(ratios)
+    for setting, env in OMP_SETTINGS.items():
+        seconds: dict[str, list[float]] = {name: [] for name in contenders}
+        for _ in range(rounds):  # interleaved, so that drift in the machine hits all alike
+            for name, (trainer, threads) in contenders.items():
+                seconds[name].append(run_contender(trainer, world, compare_steps, threads, env))
+        result: dict = {"load_average": os.getloadavg()[0]}  # shared machines: how busy
+        for name, secs in seconds.items():  # the best round: the least disturbed
+            result[f"{name}_steps_per_s"] = compare_steps / min(secs)
+            result[f"{name}_round_s"] = secs
+        # Per round, the published trainer at its faster thread count against ours; the median.
+        anchor_best = [
+            min(a, b) for a, b in zip(seconds["anchor_1t"], seconds["anchor_2t"], strict=True)
+        ]
+        for other, secs in (("anchor", anchor_best), ("plain", seconds["plain"])):
+            ratios = [a / b for a, b in zip(secs, seconds["ours"], strict=True)]
+            result[f"ours_vs_{other}"] = statistics.median(ratios)
+        out[f"rl_{setting}"] = result
     # Runs long enough that the workers' start (a few seconds each) is not what is measured.
-    pair = dataclasses.replace(short, steps=300, log_every=300)
+    pair = dataclasses.replace(
+        load_rl_config(world / "configs" / "default.json"), steps=300, log_every=300
+    )
     out.update(bench_run_throughput(pair, world, tmp, rounds=2))
     return out
 
 
 def bench_run_throughput(config: RLConfig, world: Path, tmp: Path, rounds: int) -> dict:
-    """Wall time of two runs (seeds 1, 2) in turn, on all threads, against the same two at
-    once in single-threaded workers (rate.parallel, as the world build and the studies run
-    theirs); interleaved rounds, the median ratio."""
+    """Wall time of two runs (seeds 1, 2) in turn against the same two at once in workers
+    (rate.parallel, as the world build and the studies run theirs), every run on one thread;
+    interleaved rounds, the median ratio."""
     jobs = default_jobs(2)
     tasks = [
         (dataclasses.replace(config, seed=seed), world, tmp / f"rl_pair{seed}", True)
@@ -104,6 +116,25 @@ def bench_run_throughput(config: RLConfig, world: Path, tmp: Path, rounds: int) 
         "pair_steps": config.steps,
         "pair_speedup": statistics.median(a / b for a, b in zip(in_turn, at_once, strict=True)),
     }
+
+
+def rl_speed_rows(r: dict) -> list[str]:
+    """The RL comparison's rows of the world table, one per OpenMP setting."""
+    rows = []
+    for setting in OMP_SETTINGS:
+        x = r.get(f"rl_{setting}")
+        if x is None:  # figures recorded before the comparison ran in fresh processes
+            continue
+        rows.append(
+            f"| RL steps/s, OpenMP {setting} (load {x['load_average']:.1f}; "
+            f"{r['compare_steps']} steps, {r['compare_rounds']} interleaved rounds): published "
+            f"trainer on 1 / 2 threads, plain loop, ours | {x['anchor_1t_steps_per_s']:.1f} / "
+            f"{x['anchor_2t_steps_per_s']:.1f}, {x['plain_steps_per_s']:.1f}, "
+            f"{x['ours_steps_per_s']:.1f} (ours {x['ours_vs_anchor']:.2f}x the published "
+            f"trainer at its faster thread count, {x['ours_vs_plain']:.2f}x the plain loop) "
+            "| >= 3x the published |"
+        )
+    return rows
 
 
 def bench_eval(world: Path) -> dict:
@@ -160,16 +191,13 @@ def render_world(r: dict, date: str | None) -> list[str]:
         )
     lines += [
         f"| `--small` world build | {r['small_build_s']:.1f} s | < 60 s |",
-        f"| default RL run ({r['default_steps']} steps) | {r['default_run_s']:.1f} s | |",
-        f"| RL steps/s ({r['compare_steps']} steps each, {r['compare_rounds']} interleaved rounds): "
-        f"published trainer / plain loop / ours | {r['anchor_steps_per_s']:.1f} / "
-        f"{r['plain_steps_per_s']:.1f} / {r['ours_steps_per_s']:.1f} (ours {r['ours_vs_anchor']:.2f}x "
-        f"the published trainer, {r['ours_vs_plain']:.2f}x the plain loop) | >= 3x the published |",
+        f"| default RL run ({r['default_steps']} steps, one thread) | {r['default_run_s']:.1f} s | |",
     ]
+    lines += rl_speed_rows(r)
     if "pair_jobs" in r:  # figures recorded before this comparison existed lack it
         lines.append(
-            f"| two RL runs ({r['pair_steps']} steps each) in turn on all threads / at once, "
-            f"{r['pair_jobs']} single-threaded workers (wall time, incl. the workers' start) | "
+            f"| two RL runs ({r['pair_steps']} steps each) in turn / at once in "
+            f"{r['pair_jobs']} workers, each on one thread (wall time, incl. the workers' start) | "
             f"{min(r['pair_in_turn_s']):.1f} s / {min(r['pair_at_once_s']):.1f} s "
             f"({r['pair_speedup']:.2f}x) | |"
         )
@@ -179,20 +207,16 @@ def render_world(r: dict, date: str | None) -> list[str]:
         "",
         "The published trainer is the seed world's trainer rebuilt with the published sizes",
         "(`rate.bench.rl.train_rl_anchor`: `nn.TransformerEncoder` blocks, sampling without a",
-        "key/value cache); the plain loop is our trainer without the key/value cache and with each",
-        "prompt re-encoded for every one of its samples (`rate.bench.rl.train_rl_plain`). Steps/s",
-        "are each one's best round; the ratios are the median over rounds of each round's ratio.",
+        "key/value cache), on one and on two threads; the plain loop is our trainer without the",
+        "key/value cache and with each prompt re-encoded for every one of its samples",
+        "(`rate.bench.rl.train_rl_plain`); ours trains on one thread. Each runs in a fresh process",
+        "(`rate.bench.rl.run_contender`), rounds interleaved. Steps/s are each one's best round;",
+        "the ratios are the median over rounds of each round's ratio, the published trainer",
+        "taken at its faster thread count in that round. OpenMP settings: passive (rate's",
+        "default, OMP_WAIT_POLICY=PASSIVE: threads sleep between kernels, which shared cores",
+        "need) and spin (torch's default: GOMP_SPINCOUNT=300000, what a second thread needs at",
+        "these sizes).",
+        "This section: `python -m rate.bench --sections world [--world BUILT_WORLD]`.",
     ]
-    if "rl_load_average" in r:
-        lines.append(
-            f"The machine's 1-minute load average after the RL comparison was "
-            f"{r['rl_load_average']:.1f} on {os.cpu_count()} CPUs (it is shared); "
-            f"OMP_WAIT_POLICY={r.get('omp_wait_policy', 'default')}."
-        )
-        policy = r.get("omp_wait_policy", "default")
-        env = "" if policy == "default" else f"OMP_WAIT_POLICY={policy} "
-        lines.append(
-            f"This section: `{env}python -m rate.bench --sections world [--world BUILT_WORLD]`."
-        )
     lines.append("")
     return lines

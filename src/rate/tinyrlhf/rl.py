@@ -25,11 +25,13 @@ import torch
 from rate.errors import BusyError, ConfigError, RateError
 from rate.heap import keep_freed_memory
 from rate.io import atomic_write_json, folder_lock
+from rate.parallel import single_thread
 from rate.progress import progress
 from rate.schema import flat_assignments, from_dict, opt, to_dict
 from rate.suggest import unknown_name_message
 from rate.tinyrlhf.data import PromptPool, load_prompts
 from rate.tinyrlhf.models import Policy, RewardModel, load_policy, load_reward_model, save_model
+from rate.tinyrlhf.optim import flat_parameters
 from rate.tinyrlhf.sampling import response_logprobs, sample
 from rate.tinyrlhf.vocab import FAMILIES, FAMILY_ID, decode_responses
 
@@ -248,26 +250,6 @@ def shaped_advantages(
     return shaped, advantage
 
 
-def flat_parameters(module: torch.nn.Module) -> torch.nn.Parameter:
-    """One parameter holding all of ``module``'s, which become views of it, with one gradient
-    of which theirs are views (backward adds into them in place).
-
-    Adam, the gradient norm and its clipping then take one kernel each over ~90,000 numbers
-    instead of one per tensor (26 in the policy): the same elementwise update, with the norm
-    summed in another order. Measured 0.7 -> 0.3 ms of a ~15 ms RL step.
-    """
-    params = [p for p in module.parameters() if p.requires_grad]
-    flat = torch.nn.Parameter(torch.cat([p.detach().reshape(-1) for p in params]))
-    flat.grad = torch.zeros_like(flat)
-    offset = 0
-    for p in params:
-        n = p.numel()
-        p.data = flat.data[offset : offset + n].view_as(p)
-        p.grad = flat.grad[offset : offset + n].view_as(p)
-        offset += n
-    return flat
-
-
 class PromptSampler:
     """Draws prompts: a family by weight, then a prompt of that family uniformly."""
 
@@ -314,6 +296,11 @@ def train_rl(config: RLConfig, world: Path, out: Path, overwrite: bool = False) 
     Each prompt is encoded once for all its samples, in sampling (a key/value cache) and in the
     teacher-forced passes (see :meth:`Policy.response_logits`); ``rate.bench.rl`` holds the
     plain loop and the published trainer that this is measured against.
+
+    A run trains on one thread, wherever it runs: with OpenMP's threads sleeping between
+    kernels (``rate`` sets OMP_WAIT_POLICY=PASSIVE, which shared machines need), a second
+    thread made a step 2x slower, not faster (21 against 45 steps/s, BENCHMARKS.md), and one
+    thread makes a run's numbers the same alone, in a worker or beside other runs.
     """
     out = Path(out)
     _refuse_finished(out, overwrite)
@@ -326,7 +313,8 @@ def train_rl(config: RLConfig, world: Path, out: Path, overwrite: bool = False) 
     with folder_lock(out.parent, busy, name=run_lock_name(out)):
         _refuse_finished(out, overwrite)  # again: it may have finished while this one loaded
         out.mkdir(parents=True, exist_ok=True)
-        return _train(config, inputs, world, out)
+        with single_thread():
+            return _train(config, inputs, world, out)
 
 
 def run_lock_name(out: Path) -> str:

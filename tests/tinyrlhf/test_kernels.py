@@ -1,0 +1,189 @@
+"""The RL step's speed-ups against plain torch: oneDNN linear layers, padded attention
+softmax, the C heap's settings, one flat parameter for Adam, and training on one thread."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from rate.tinyrlhf import kernels
+from rate.tinyrlhf.kernels import ONEDNN_MIN_ROWS, attention_weights, linear, onednn_available
+from rate.tinyrlhf.models import Policy
+from rate.tinyrlhf.rl import flat_parameters, load_rl_config, train_rl
+
+
+def test_onednn_is_used_on_this_cpu():
+    # CI's machines are x86 with oneDNN in torch's wheel: the fast path must be live there,
+    # or every figure in BENCHMARKS.md would come from a path the tests do not run.
+    assert onednn_available()
+
+
+@pytest.mark.parametrize("rows", [ONEDNN_MIN_ROWS - 1, ONEDNN_MIN_ROWS, 1792])
+@pytest.mark.parametrize("gelu", [False, True])
+def test_linear_equals_torch_without_autograd(rows, gelu):
+    gen = torch.Generator().manual_seed(rows)
+    x = torch.randn(rows, 96, generator=gen) * 3
+    w, b = torch.randn(288, 96, generator=gen), torch.randn(288, generator=gen)
+    want = F.linear(x, w, b)
+    want = F.gelu(want) if gelu else want
+    with torch.no_grad():
+        got = linear(x, w, b, gelu=gelu)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_linear_takes_batched_inputs_and_no_bias():
+    x = torch.randn(128, 14, 64)  # 1,792 rows, as the reward model's
+    w = torch.randn(192, 64)
+    got = linear(x, w, None)
+    assert got.shape == (128, 14, 192)
+    torch.testing.assert_close(got, F.linear(x, w), rtol=1e-5, atol=1e-5)
+
+
+def test_linear_gradients_equal_torch():
+    gen = torch.Generator().manual_seed(0)
+    x0 = torch.randn(2, 992, 64, generator=gen)
+    w0, b0 = torch.randn(192, 64, generator=gen), torch.randn(192, generator=gen)
+    upstream = torch.randn(2, 992, 192, generator=gen)
+    grads = []
+    for fn in (linear, F.linear):
+        x, w, b = (t.clone().requires_grad_() for t in (x0, w0, b0))
+        y = fn(x, w, b)
+        (y * upstream).sum().backward()
+        grads.append((y.detach(), x.grad, w.grad, b.grad))
+    if onednn_available():  # the path this test is about was taken
+        x = x0.clone().requires_grad_()
+        assert type(linear(x, w0, b0).grad_fn).__name__ == "_OneDNNLinearBackward"
+    for ours, theirs in zip(*grads, strict=True):
+        torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-4)
+
+
+def test_linear_gradient_of_a_frozen_weight_is_not_computed():
+    x = torch.randn(300, 64, requires_grad=True)
+    w = torch.randn(64, 64)  # a frozen layer: only the input's gradient is wanted
+    linear(x, w, None).sum().backward()
+    torch.testing.assert_close(x.grad, w.sum(0).expand(300, 64), rtol=1e-5, atol=1e-5)
+
+
+def test_float64_and_small_inputs_stay_on_torch(monkeypatch):
+    calls = []
+    monkeypatch.setattr(kernels, "_ONEDNN_LINEAR", lambda *a: calls.append(a))
+    x64, w64 = torch.randn(512, 8, dtype=torch.float64), torch.randn(4, 8, dtype=torch.float64)
+    assert torch.equal(linear(x64, w64, None), F.linear(x64, w64))
+    x, w = torch.randn(ONEDNN_MIN_ROWS - 1, 8), torch.randn(4, 8)
+    assert torch.equal(linear(x, w, None), F.linear(x, w))
+    assert calls == []
+
+
+@pytest.mark.parametrize("keys", [1, 6, 7, 13, 14, 16, 17, 40])
+def test_attention_weights_equal_softmax_with_masks_and_gradients(keys):
+    gen = torch.Generator().manual_seed(keys)
+    scores = torch.randn(64, 7, keys, generator=gen) * 4
+    scores[:, :, keys // 2 + 1 :] = float("-inf")  # masked keys, as a causal mask gives
+    upstream = torch.randn(64, 7, keys, generator=gen)
+    results = []
+    for fn in (attention_weights, lambda s: s.softmax(dim=-1)):
+        s = scores.clone().requires_grad_()
+        y = fn(s)
+        (y * upstream).sum().backward()
+        results.append((y.detach(), s.grad))
+    (ours, ours_grad), (theirs, theirs_grad) = results
+    assert ours.shape == (64, 7, keys)
+    torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(ours_grad, theirs_grad, rtol=1e-5, atol=1e-6)
+    assert (ours[:, :, keys // 2 + 1 :] == 0).all()
+
+
+def test_keep_freed_memory_stops_the_page_faults_of_repeated_passes():
+    # A fresh process: the setting lasts for the process, and the first count needs without.
+    script = textwrap.dedent(
+        """
+        import json, resource, torch
+        from rate.tinyrlhf.models import RewardModel
+        rm = RewardModel().eval()
+        p, r = torch.randint(0, 39, (128, 6)), torch.randint(0, 24, (128, 8))
+        def faults():
+            with torch.inference_mode():
+                rm(p, r)
+                start = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+                for _ in range(10):
+                    rm(p, r)
+                return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - start
+        before = faults()
+        from rate.heap import keep_freed_memory
+        took = keep_freed_memory()
+        print(json.dumps({"took": took, "again": keep_freed_memory(), "before": before,
+                          "after": faults()}))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert figures["took"] is True and figures["again"] is True
+    # Each pass frees and re-allocates ~10 MB of activations: thousands of faults before.
+    assert figures["before"] > 1000
+    assert figures["after"] < figures["before"] / 20
+
+
+def test_flat_parameters_give_the_per_tensor_adam_step():
+    torch.manual_seed(0)
+    a, b = Policy(), Policy()
+    b.load_state_dict(a.state_dict())
+    prompts = torch.randint(0, 30, (4, 6))
+    responses = torch.randint(0, 24, (4, 8))
+
+    def loss(model):
+        return model.response_logits(prompts, responses).logsumexp(-1).sum()
+
+    flat = flat_parameters(a)
+    assert flat.numel() == sum(p.numel() for p in b.parameters())
+    opt_flat = torch.optim.Adam([flat], lr=1e-2)
+    opt_each = torch.optim.Adam(b.parameters(), lr=1e-2)
+    for _ in range(3):
+        flat.grad.zero_()
+        loss(a).backward()  # the parameters' gradients are views of flat.grad
+        opt_each.zero_grad()
+        loss(b).backward()
+        torch.testing.assert_close(
+            flat.grad, torch.cat([p.grad.reshape(-1) for p in b.parameters()])
+        )
+        opt_flat.step()
+        opt_each.step()
+    for (name, p), q in zip(a.named_parameters(), b.parameters(), strict=True):
+        assert p.data_ptr() != q.data_ptr(), name
+        torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-7, msg=name)
+    # The module's parameters are the flat one's storage: a change to one shows in the other.
+    with torch.no_grad():
+        flat.zero_()
+    assert all((p == 0).all() for p in a.parameters())
+
+
+def test_an_rl_run_trains_on_one_thread_and_restores_the_count(small_world, tmp_path):
+    # The wrapper runs inside the loop: it records the thread count the step runs on.
+    record = tmp_path / "threads.txt"
+    wrapper = tmp_path / "wrapper.py"
+    wrapper.write_text(
+        "import torch\n"
+        "def transform(records, response_tokens, rewards):\n"
+        f"    open({str(record)!r}, 'a').write(str(torch.get_num_threads()) + '\\n')\n"
+        "    return rewards\n"
+    )
+    config = load_rl_config(
+        small_world / "configs" / "default.json",
+        ["steps=2", "log_every=1", f"reward_wrapper={json.dumps(str(wrapper))}"],
+    )
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        train_rl(config, small_world, tmp_path / "run")
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+    # The wrapper's trial call in prepare() runs before the loop, on the caller's threads.
+    assert record.read_text().split()[-2:] == ["1", "1"]

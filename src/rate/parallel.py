@@ -1,10 +1,10 @@
 """Independent torch jobs in worker processes, one thread each.
 
-At the tiny world's sizes an RL step is hundreds of small kernels: a second thread speeds one
-run up by 1.2-1.5x on two cores (65 against 54 and 66 against 45 ms per step, measured), and
-two single-threaded runs at once finish in 0.84x the time of the two in turn on both threads
-(``BENCHMARKS.md``; over a world build's five runs, 0.64x). So the RL runs of a world build,
-the release study and the sweep go to a pool of single-threaded processes. A job computes the
+Every trainer of the tiny world runs on one thread (``rate.tinyrlhf.rl.train_rl``: with
+OpenMP's threads sleeping between kernels, a second thread made an RL step slower, not
+faster), so a machine's other cores serve other runs: the RL runs of a world build, the
+release study and the sweep go to a pool of single-threaded processes, one per CPU (two runs
+at once finish in ~0.6x the time of the two in turn, ``BENCHMARKS.md``). A job computes the
 same numbers whichever worker runs it and however many there are, because every job runs on
 one thread, in a worker or in this process (``jobs=1``).
 """

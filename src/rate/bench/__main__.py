@@ -126,8 +126,11 @@ def main(argv: list[str] | None = None) -> int:
     # Figures of an earlier layout of the pipeline section, now measured by "reading".
     for key in ("read_scored_jsonl_s", "effects_from_rows_1000_s"):
         results.pop(key, None)
-    if "world" in sections:  # a new build replaces the old figures, full build included
-        for key in [k for k in results if k.endswith(("build_s", "build_stages"))]:
+    if "world" in sections:  # a new run replaces the old figures, full build included, and
+        # those of the RL comparison's earlier layout (one process, one OpenMP setting)
+        stale = ("build_s", "build_stages")
+        earlier = ("anchor_", "plain_", "ours_", "rl_load_average", "omp_wait_policy")
+        for key in [k for k in results if k.endswith(stale) or k.startswith(earlier)]:
             del results[key]
     measured = results.setdefault("measured", {})
     today = time.strftime("%Y-%m-%d")

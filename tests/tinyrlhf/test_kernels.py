@@ -187,3 +187,24 @@ def test_an_rl_run_trains_on_one_thread_and_restores_the_count(small_world, tmp_
         torch.set_num_threads(before)
     # The wrapper's trial call in prepare() runs before the loop, on the caller's threads.
     assert record.read_text().split()[-2:] == ["1", "1"]
+
+
+def test_the_step_benchmark_times_every_part(small_world):
+    from rate.bench.rl_step import PARTS, kernel_pairs, step_parts
+
+    parts = step_parts(small_world, steps=2)
+    assert all(parts[name] > 0 for name in PARTS)
+    assert parts["step"] == pytest.approx(sum(parts[name] for name in PARTS))
+    assert [what for what, _, _ in kernel_pairs()] == [
+        "attention softmax, 7,168 rows of 14 keys",
+        "linear layer 1,792 x 96 -> 288",
+    ]
+
+
+def test_a_benchmark_contender_runs_in_its_own_process(small_world):
+    from rate.bench.rl import run_contender
+    from rate.errors import RateError
+
+    assert run_contender("ours", small_world, 2, 1) > 0
+    with pytest.raises(RateError, match="benchmark contender anchor failed"):
+        run_contender("anchor", small_world / "missing", 2, 1)

@@ -1,0 +1,140 @@
+"""Where an RL step's time goes, and the kernels that made it faster.
+
+    python -m rate.bench.rl_step --world W [--steps 200] [--threads 1]
+
+Times the default recipe's step in its parts (sampling, the reward model, the reference's
+log-probs, the policy's forward and backward pass, the optimiser) as ``rate.tinyrlhf.rl``
+runs them, over ``--steps`` steps after 20 untimed ones, with the page faults a step takes;
+then, in the same process, each kernel change against what it replaced (the attention
+softmax over 14 keys against the padded one, torch's linear layer against oneDNN's). Nothing
+is asserted: it prints what it measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from rate.heap import keep_freed_memory
+from rate.tinyrlhf.kernels import attention_weights, linear
+from rate.tinyrlhf.optim import flat_parameters
+from rate.tinyrlhf.rl import PromptSampler, load_rl_config, prepare, shaped_advantages
+from rate.tinyrlhf.sampling import response_logprobs, sample
+
+PARTS = ("sampling", "reward model", "reference", "policy forward", "backward", "optimiser")
+
+
+def step_parts(world: Path, steps: int) -> dict[str, float]:
+    """Mean milliseconds of each part of a default-recipe step, and page faults per step."""
+    config = load_rl_config(world / "configs" / "default.json")
+    inputs = prepare(config, world)
+    policy, reference, rm = inputs.policy, inputs.reference, inputs.reward_model
+    for p in (*reference.parameters(), *rm.parameters()):
+        p.requires_grad_(False)
+    policy.train()
+    flat = flat_parameters(policy)
+    opt = torch.optim.Adam([flat], lr=config.lr, fused=True)
+    gen = torch.Generator().manual_seed(0)
+    sampler = PromptSampler(inputs.pool, inputs.family_probs)
+    k = config.samples_per_prompt
+    totals = dict.fromkeys(PARTS, 0.0)
+
+    def one_step(record: bool) -> None:
+        t = [time.perf_counter()]
+        prompts = inputs.pool.tokens[sampler.draw(config.batch_prompts, gen)]
+        responses = sample(policy, prompts, config.temperature, gen, repeats=k).responses
+        t.append(time.perf_counter())
+        with torch.inference_mode():
+            proxy = rm(prompts.repeat_interleave(k, dim=0), responses)
+            t.append(time.perf_counter())
+            ref_logp = response_logprobs(reference, prompts, responses, repeats=k)
+            t.append(time.perf_counter())
+        logp = response_logprobs(policy, prompts, responses, repeats=k)
+        kl = (logp.detach() - ref_logp).sum(-1)
+        _, advantage = shaped_advantages(proxy, kl, config.kl_coef, k)
+        loss = -(advantage * logp.sum(-1)).mean()
+        t.append(time.perf_counter())
+        flat.grad.zero_()
+        loss.backward()
+        t.append(time.perf_counter())
+        torch.nn.utils.clip_grad_norm_(flat, config.max_grad_norm)
+        opt.step()
+        t.append(time.perf_counter())
+        if record:
+            for name, a, b in zip(PARTS, t[:-1], t[1:], strict=True):
+                totals[name] += b - a
+
+    for _ in range(20):
+        one_step(False)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(steps):
+        one_step(True)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    out = {name: secs / steps * 1e3 for name, secs in totals.items()}
+    out["step"] = sum(out.values())
+    out["page faults per step"] = faults / steps
+    return out
+
+
+def best_of(fn: Callable[[], object], repeats: int = 5, n: int = 100) -> float:
+    """The fastest of ``repeats`` means over ``n`` calls, in microseconds."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        best = min(best, (time.perf_counter() - start) / n * 1e6)
+    return best
+
+
+def kernel_pairs() -> list[tuple[str, float, float]]:
+    """(what, torch's microseconds, ours) for each kernel change, at the RL step's shapes."""
+    gen = torch.Generator().manual_seed(0)
+    scores = torch.randn(512 * 14, 14, generator=gen)  # the reward model's attention
+    x = torch.randn(1792, 96, generator=gen)  # the reward model's rows
+    w, b = torch.randn(288, 96, generator=gen), torch.randn(288, generator=gen)
+    with torch.inference_mode():
+        return [
+            (
+                "attention softmax, 7,168 rows of 14 keys",
+                best_of(lambda: scores.softmax(dim=-1)),
+                best_of(lambda: attention_weights(scores)),
+            ),
+            (
+                "linear layer 1,792 x 96 -> 288",
+                best_of(lambda: F.linear(x, w, b)),
+                best_of(lambda: linear(x, w, b)),
+            ),
+        ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rate.bench.rl_step", description=__doc__)
+    parser.add_argument("--world", type=Path, required=True, help="a built world")
+    parser.add_argument("--steps", type=int, default=200, help="timed steps")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (RL trains on 1)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("RATE_PROGRESS", "0")
+    torch.set_num_threads(args.threads)
+    keep_freed_memory()  # as the trainer does
+    parts = step_parts(args.world, args.steps)
+    print(f"RL step on {args.threads} thread(s), mean of {args.steps} steps:")
+    print("| part | ms |\n|---|---|")
+    for name in (*PARTS, "step"):
+        print(f"| {name} | {parts[name]:.2f} |")
+    print(f"page faults per step: {parts['page faults per step']:.1f}")
+    print("\n| kernel | torch (us) | ours (us) | ratio |\n|---|---|---|---|")
+    for what, theirs, ours in kernel_pairs():
+        print(f"| {what} | {theirs:.0f} | {ours:.0f} | {theirs / ours:.1f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

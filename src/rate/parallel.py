@@ -66,9 +66,19 @@ def single_thread() -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+_IN_WORKER = False
+
+
+def in_worker() -> bool:
+    """Whether this process is one of :func:`run_jobs`' workers, whose CPUs its siblings use."""
+    return _IN_WORKER
+
+
 def _init_worker() -> None:
     """A worker: one torch thread, no progress bars, and it dies with its parent (a killed
     build must not leave runs training into a folder nobody will use)."""
+    global _IN_WORKER
+    _IN_WORKER = True
     os.environ["RATE_PROGRESS"] = "0"
     if sys.platform.startswith("linux"):  # elsewhere the pool's own shutdown still applies
         with suppress(OSError, AttributeError):
@@ -128,4 +138,4 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
         process.join(timeout=10)
 
 
-__all__ = ["add_jobs_argument", "default_jobs", "run_jobs", "single_thread"]
+__all__ = ["add_jobs_argument", "default_jobs", "in_worker", "run_jobs", "single_thread"]

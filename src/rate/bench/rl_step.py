@@ -3,8 +3,9 @@
     python -m rate.bench.rl_step --world W [--steps 200] [--threads 1]
 
 Times the default recipe's step in its parts (sampling, the reward model, the reference's
-log-probs, the policy's forward and backward pass, the optimiser) as ``rate.tinyrlhf.rl``
-runs them, over ``--steps`` steps after 20 untimed ones, with the page faults a step takes;
+log-probs, the policy's forward and backward pass, the optimiser) one after another, over
+``--steps`` steps after 20 untimed ones, with the page faults a step takes (the trainer
+itself scores the reward beside the two passes, ``rate.tinyrlhf.rl.reward_scorer``);
 then, in the same process, each kernel change against what it replaced (the attention
 softmax over 14 keys against the padded one, torch's linear layer against oneDNN's). Nothing
 is asserted: it prints what it measured.
@@ -24,8 +25,13 @@ import torch.nn.functional as F
 
 from rate.heap import keep_freed_memory
 from rate.tinyrlhf.kernels import attention_weights, linear
-from rate.tinyrlhf.optim import flat_parameters
-from rate.tinyrlhf.rl import PromptSampler, load_rl_config, prepare, shaped_advantages
+from rate.tinyrlhf.rl import (
+    PromptSampler,
+    load_rl_config,
+    prepare,
+    shaped_advantages,
+    start_training,
+)
 from rate.tinyrlhf.sampling import response_logprobs, sample
 
 PARTS = ("sampling", "reward model", "reference", "policy forward", "backward", "optimiser")
@@ -36,11 +42,7 @@ def step_parts(world: Path, steps: int) -> dict[str, float]:
     config = load_rl_config(world / "configs" / "default.json")
     inputs = prepare(config, world)
     policy, reference, rm = inputs.policy, inputs.reference, inputs.reward_model
-    for p in (*reference.parameters(), *rm.parameters()):
-        p.requires_grad_(False)
-    policy.train()
-    flat = flat_parameters(policy)
-    opt = torch.optim.Adam([flat], lr=config.lr, fused=True)
+    flat, opt = start_training(inputs, config)
     gen = torch.Generator().manual_seed(0)
     sampler = PromptSampler(inputs.pool, inputs.family_probs)
     k = config.samples_per_prompt

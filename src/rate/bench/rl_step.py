@@ -122,10 +122,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--world", type=Path, required=True, help="a built world")
     parser.add_argument("--steps", type=int, default=200, help="timed steps")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (RL trains on 1)")
+    parser.add_argument(
+        "--glibc-heap",
+        action="store_true",
+        help="leave glibc's heap settings as they are (the trainer changes them: rate.heap)",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("RATE_PROGRESS", "0")
     torch.set_num_threads(args.threads)
-    keep_freed_memory()  # as the trainer does
+    if not args.glibc_heap:
+        keep_freed_memory()  # as the trainer does
     parts = step_parts(args.world, args.steps)
     print(f"RL step on {args.threads} thread(s), mean of {args.steps} steps:")
     print("| part | ms |\n|---|---|")

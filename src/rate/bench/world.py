@@ -57,7 +57,7 @@ def bench_rl(world: Path, tmp: Path, compare_steps: int, rounds: int = 3) -> dic
 
     config = load_rl_config(world / "configs" / "default.json", ["log_every=1000"])
     full_s, _ = timed(lambda: train_rl(config, world, tmp / "rl_default"))
-    contenders = {  # name: (trainer, threads); ours trains on one thread whatever it is given
+    contenders = {  # name: (trainer, threads); ours runs torch on one thread whatever it is given
         "anchor_1t": ("anchor", 1),
         "anchor_2t": ("anchor", 2),
         "plain": ("plain", 1),
@@ -191,13 +191,13 @@ def render_world(r: dict, date: str | None) -> list[str]:
         )
     lines += [
         f"| `--small` world build | {r['small_build_s']:.1f} s | < 60 s |",
-        f"| default RL run ({r['default_steps']} steps, one thread) | {r['default_run_s']:.1f} s | |",
+        f"| default RL run ({r['default_steps']} steps) | {r['default_run_s']:.1f} s | |",
     ]
     lines += rl_speed_rows(r)
     if "pair_jobs" in r:  # figures recorded before this comparison existed lack it
         lines.append(
             f"| two RL runs ({r['pair_steps']} steps each) in turn / at once in "
-            f"{r['pair_jobs']} workers, each on one thread (wall time, incl. the workers' start) | "
+            f"{r['pair_jobs']} workers (wall time, incl. the workers' start) | "
             f"{min(r['pair_in_turn_s']):.1f} s / {min(r['pair_at_once_s']):.1f} s "
             f"({r['pair_speedup']:.2f}x) | |"
         )
@@ -209,7 +209,8 @@ def render_world(r: dict, date: str | None) -> list[str]:
         "(`rate.bench.rl.train_rl_anchor`: `nn.TransformerEncoder` blocks, sampling without a",
         "key/value cache), on one and on two threads; the plain loop is our trainer without the",
         "key/value cache and with each prompt re-encoded for every one of its samples",
-        "(`rate.bench.rl.train_rl_plain`); ours trains on one thread. Each runs in a fresh process",
+        "(`rate.bench.rl.train_rl_plain`); ours runs torch on one thread and the reward model",
+        "beside it on a second (`rate.tinyrlhf.rl.reward_scorer`). Each runs in a fresh process",
         "(`rate.bench.rl.run_contender`), rounds interleaved. Steps/s are each one's best round;",
         "the ratios are the median over rounds of each round's ratio, the published trainer",
         "taken at its faster thread count in that round. OpenMP settings: passive (rate's",

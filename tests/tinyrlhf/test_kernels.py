@@ -260,3 +260,21 @@ def test_workers_know_they_are_workers():
 
     assert [r for _, r in run_jobs(_where_am_i, [(), ()], jobs=2)] == [True, True]
     assert [r for _, r in run_jobs(_where_am_i, [()], jobs=1)] == [False]
+
+
+def test_onednn_probe_falls_back_where_the_op_is_missing_or_fails(monkeypatch):
+    monkeypatch.setattr(torch.backends.mkldnn, "is_available", lambda: False)
+    assert kernels._onednn_linear_op() is None
+    monkeypatch.setattr(torch.backends.mkldnn, "is_available", lambda: True)
+
+    class Ops:  # a torch whose private op takes other arguments, or returns other numbers
+        def __init__(self, op):
+            self._linear_pointwise = op
+
+    def other_signature(x, w):
+        return x @ w.t()
+
+    monkeypatch.setattr(torch.ops, "mkldnn", Ops(other_signature))
+    assert kernels._onednn_linear_op() is None
+    monkeypatch.setattr(torch.ops, "mkldnn", Ops(lambda x, w, *rest: torch.zeros(2, 4)))
+    assert kernels._onednn_linear_op() is None

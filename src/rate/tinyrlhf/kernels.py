@@ -25,8 +25,8 @@ ONEDNN_MIN_ROWS = 256
 
 
 def _onednn_linear_op() -> object | None:
-    """oneDNN's fused linear (the op torch.compile emits for CPU), or None where this torch
-    build lacks it or cannot run it."""
+    """oneDNN's fused linear layer (torch.ops.mkldnn._linear_pointwise, a private op of
+    torch's CPU builds), or None where this torch build lacks it or cannot run it."""
     if not torch.backends.mkldnn.is_available():
         return None
     op = getattr(torch.ops.mkldnn, "_linear_pointwise", None)
@@ -35,7 +35,7 @@ def _onednn_linear_op() -> object | None:
     try:  # present but unusable (another build, another CPU): use torch's own path
         x, w = torch.ones(2, 3), torch.ones(4, 3)
         ok = torch.equal(op(x, w, None, "none", [], ""), x @ w.t())
-    except (RuntimeError, NotImplementedError):
+    except (RuntimeError, NotImplementedError, TypeError):  # TypeError: another signature
         return None
     return op if ok else None
 
@@ -49,7 +49,7 @@ def onednn_available() -> bool:
 
 
 class _OneDNNLinear(torch.autograd.Function):
-    """y = x W^T + b on oneDNN, with its backward: dx on oneDNN, dW and db on torch."""
+    """y = x W^T + b on oneDNN, with its backward: dx and dW on oneDNN, db a sum over rows."""
 
     @staticmethod
     def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None):

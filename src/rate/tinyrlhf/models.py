@@ -278,8 +278,8 @@ class Decoder:
         self.layers = [LayerTensors.of(block) for block in policy.blocks]
         self.shape = (c.d_model,)
         # A step's input to the first block and that block's q, k, v depend on the (position,
-        # token) pair alone: one table holds them for every pair of a drawn token (fewer than
-        # the 14 x 24 rows of one step in RL), and a step gathers its rows in one kernel.
+        # token) pair alone: one table holds them for every pair of a drawn token (14 x 24
+        # rows, against the 7 x 128 a decoding computes in RL), and a step gathers its rows.
         first = self.layers[0]
         x = policy.tok_emb.weight[: c.n_out] + policy.pos_emb.weight[:, None]  # (T, n_out, C)
         h = F.layer_norm(x, self.shape, first.ln1_weight, first.ln1_bias)

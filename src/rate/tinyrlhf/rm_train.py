@@ -26,9 +26,10 @@ def train_reward_model(
     seed: int,
     config: RewardModelConfig | None = None,
 ) -> tuple[RewardModel, list[dict]]:
-    """Fit a fresh reward model to labels, on one thread (faster than two at these sizes
-    with OpenMP's threads sleeping between kernels: 17 against 21 ms a batch, measured, and
-    the same model on any machine); returns it and per-epoch training loss."""
+    """Fit a fresh reward model to labels, torch on one thread (with OpenMP's threads sleeping
+    between kernels, faster than two at these sizes: the world build's stage took 64 s against
+    94 s, experiments/RESULTS.md; and the same model whatever the machine's number of cores);
+    returns it and per-epoch training loss."""
     if not torch.isfinite(labels).all():
         raise ValueError("labels contain NaN or infinity")
     keep_freed_memory()

@@ -190,7 +190,7 @@ def test_an_rl_run_trains_on_one_thread_and_restores_the_count(small_world, tmp_
 
 
 def test_the_step_benchmark_times_every_part(small_world):
-    from rate.bench.rl_step import PARTS, kernel_pairs, step_parts
+    from rate.bench.rl_step import PARTS, beside_against_in_turn, kernel_pairs, step_parts
 
     parts = step_parts(small_world, steps=2)
     assert all(parts[name] > 0 for name in PARTS)
@@ -199,6 +199,8 @@ def test_the_step_benchmark_times_every_part(small_world):
         "attention softmax, 7,168 rows of 14 keys",
         "linear layer 1,792 x 96 -> 288",
     ]
+    beside, in_turn = beside_against_in_turn(small_world, steps=2, rounds=1)
+    assert beside > 0 and in_turn > 0
 
 
 def test_a_benchmark_contender_runs_in_its_own_process(small_world):

@@ -7,15 +7,18 @@ log-probs, the policy's forward and backward pass, the optimiser) one after anot
 ``--steps`` steps after 20 untimed ones, with the page faults a step takes (the trainer
 itself scores the reward beside the two passes, ``rate.tinyrlhf.rl.reward_scorer``);
 then, in the same process, each kernel change against what it replaced (the attention
-softmax over 14 keys against the padded one, torch's linear layer against oneDNN's). Nothing
+softmax over 14 keys against the padded one, torch's linear layer against oneDNN's), and a
+whole run's step with the reward model beside the policy's passes against in turn. Nothing
 is asserted: it prints what it measured.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import resource
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +34,7 @@ from rate.tinyrlhf.rl import (
     prepare,
     shaped_advantages,
     start_training,
+    train_rl,
 )
 from rate.tinyrlhf.sampling import response_logprobs, sample
 
@@ -83,6 +87,23 @@ def step_parts(world: Path, steps: int) -> dict[str, float]:
     out["step"] = sum(out.values())
     out["page faults per step"] = faults / steps
     return out
+
+
+def beside_against_in_turn(world: Path, steps: int, rounds: int = 3) -> tuple[float, float]:
+    """Mean ms of a whole default-recipe run's step with the reward model beside the policy's
+    passes (the trainer outside a pool's worker) and in turn (inside one): ``rate``'s own
+    trainer, ``steps`` steps a run, interleaved rounds, each one's best round."""
+    config = dataclasses.replace(
+        load_rl_config(world / "configs" / "default.json"), steps=steps, log_every=steps
+    )
+    best = {True: float("inf"), False: float("inf")}
+    with tempfile.TemporaryDirectory(prefix="rate-bench-step-") as tmp:
+        for _ in range(rounds):
+            for beside in (True, False):
+                run = Path(tmp) / "run"
+                last = train_rl(config, world, run, overwrite=True, reward_beside=beside)
+                best[beside] = min(best[beside], last["elapsed_s"] / steps * 1e3)
+    return best[True], best[False]
 
 
 def best_of(fn: Callable[[], object], repeats: int = 5, n: int = 100) -> float:
@@ -141,6 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     print("\n| kernel | torch (us) | ours (us) | ratio |\n|---|---|---|---|")
     for what, theirs, ours in kernel_pairs():
         print(f"| {what} | {theirs:.0f} | {ours:.0f} | {theirs / ours:.1f}x |")
+    beside, in_turn = beside_against_in_turn(args.world, args.steps)
+    print(
+        f"\nwhole step, the reward model beside / in turn: {beside:.2f} / {in_turn:.2f} ms "
+        f"({in_turn / beside:.2f}x)"
+    )
     return 0
 
 

@@ -2,14 +2,14 @@
 
 * **Linear layers go to oneDNN** when it is there and the input has enough rows. On the AMD
   CPUs these machines have, torch's dense path (MKL's sgemm) runs the generic AVX2 kernels
-  while oneDNN runs AVX-512: 2x faster at the tiny world's shapes (1,792 x 96 x 288: 0.26
-  against 0.51 ms on two threads; 992 x 64 x 192: 0.07 against 0.13 ms) and equal to the
-  last bit in every shape we compared. It also adds the bias (and a GELU, without autograd)
-  in the same pass. At 128 rows and fewer torch's own path is as fast, so it stays there.
-  With autograd both gradients go to oneDNN too: the input's as a linear layer of the
+  while oneDNN runs AVX-512: 2.2x faster at the reward model's largest layer (1,792 x 96 ->
+  288 on one thread: 0.96 against 0.44 ms, ``python -m rate.bench.rl_step``), and equal to
+  the last bit in every shape we compared. It also adds the bias (and a GELU, without
+  autograd) in the same pass. At 128 rows and fewer torch's own path is as fast, so it stays
+  there. With autograd both gradients go to oneDNN too: the input's as a linear layer of the
   transposed weight, the weight's in whichever order of the two transposed operands was
-  faster for the shape (1.3-2x torch's on one thread: 0.52 against 1.03 ms at 1,792 x 96 x
-  288), equal to torch's up to the order of a sum over the rows (~1e-6 relative).
+  faster for the shape, equal to torch's up to the order of a sum over the rows (~1e-6
+  relative).
 * **Attention weights** are a softmax over 13-14 keys, padded to 16 first (see
   :func:`attention_weights`).
 """
@@ -101,9 +101,10 @@ def attention_weights(scores: torch.Tensor) -> torch.Tensor:
     """softmax over the last dimension (the keys), padded with -inf to a multiple of 16 first.
 
     torch's CPU softmax loads a row in whole vectors (16 floats); a row of 13 or 14 keys, as
-    every attention here has, falls to its partial-load path, measured 9-12x slower (1.3 ms
-    against 0.11 ms for 7,168 rows; forward and backward alike). The padding's weights are
-    exactly 0, and the slice back to the real keys is a view. -> scores' shape
+    every attention here has, falls to its partial-load path, ~10x slower (7,168 rows of 14
+    keys: 1.29 against 0.13 ms, ``python -m rate.bench.rl_step``; the backward alike). The
+    padding's weights are exactly 0, and the slice back to the real keys is a view.
+    -> scores' shape
     """
     keys = scores.shape[-1]
     pad = -keys % 16

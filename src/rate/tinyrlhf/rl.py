@@ -292,7 +292,13 @@ def _clear_run(out: Path) -> None:
         (out / name).unlink(missing_ok=True)
 
 
-def train_rl(config: RLConfig, world: Path, out: Path, overwrite: bool = False) -> dict:
+def train_rl(
+    config: RLConfig,
+    world: Path,
+    out: Path,
+    overwrite: bool = False,
+    reward_beside: bool | None = None,
+) -> dict:
     """Run RL and write run_config.json, log.jsonl and checkpoint/ (plus checkpoints/ if asked).
 
     Each prompt is encoded once for all its samples, in sampling (a key/value cache) and in the
@@ -303,7 +309,8 @@ def train_rl(config: RLConfig, world: Path, out: Path, overwrite: bool = False) 
     between kernels (``rate`` sets OMP_WAIT_POLICY=PASSIVE, which shared machines need), a
     second one made a step slower, not faster (experiments/RESULTS.md, "Faster RL: one
     step"), and one makes a run's numbers the same alone, in a worker or beside other runs.
-    Outside a pool's worker the reward model scores on a second thread (:func:`reward_scorer`).
+    The reward model scores on a second thread (:func:`reward_scorer`) if ``reward_beside``,
+    which by default it does outside a pool's worker; the numbers are the same either way.
     """
     out = Path(out)
     _refuse_finished(out, overwrite)
@@ -316,8 +323,9 @@ def train_rl(config: RLConfig, world: Path, out: Path, overwrite: bool = False) 
     with folder_lock(out.parent, busy, name=run_lock_name(out)):
         _refuse_finished(out, overwrite)  # again: it may have finished while this one loaded
         out.mkdir(parents=True, exist_ok=True)
+        beside = not in_worker() if reward_beside is None else reward_beside
         with single_thread():
-            return _train(config, inputs, world, out)
+            return _train(config, inputs, world, out, beside)
 
 
 def run_lock_name(out: Path) -> str:
@@ -336,11 +344,11 @@ def reward_scorer(beside: bool) -> Iterator[Callable[..., Future]]:
     ``beside``, else here and now.
 
     In RL the reward model scores a step's samples beside the reference's and the policy's
-    passes, which need nothing of each other: 1.18x faster a run (300 steps: 5.1 against
-    6.0 s). torch runs each op on the thread that calls it (one intra-op thread), so the
-    scores are the same either way, bit for bit, and nothing spins while it waits. Not in a
-    pool's worker, whose siblings have the other CPUs: two runs at once took 9.5 s beside
-    against 8.9 s in turn.
+    passes, which need nothing of each other: 16.4 against 19.7 ms a step (``python -m
+    rate.bench.rl_step``). torch runs each op on the thread that calls it (one intra-op
+    thread), so the scores are the same either way, bit for bit, and nothing spins while it
+    waits. Not by default in a pool's worker, whose siblings have the other CPUs (there two
+    runs at once were slower this way, in one comparison).
     """
     if not beside:
 
@@ -367,7 +375,7 @@ def start_training(
     return flat, torch.optim.Adam([flat], lr=config.lr, fused=True)
 
 
-def _train(config: RLConfig, inputs: RLInputs, world: Path, out: Path) -> dict:
+def _train(config: RLConfig, inputs: RLInputs, world: Path, out: Path, reward_beside: bool) -> dict:
     """The loop of :func:`train_rl`, with the run folder's lock held."""
     keep_freed_memory()
     torch.manual_seed(config.seed)
@@ -384,7 +392,7 @@ def _train(config: RLConfig, inputs: RLInputs, world: Path, out: Path) -> dict:
     sampler = PromptSampler(inputs.pool, inputs.family_probs)
     start = time.perf_counter()
     last: dict = {}
-    with reward_scorer(beside=not in_worker()) as submit, open(log_path, "a") as log_file:
+    with reward_scorer(reward_beside) as submit, open(log_path, "a") as log_file:
         for step in progress(range(1, config.steps + 1), desc="rl", total=config.steps):
             idx = sampler.draw(config.batch_prompts, gen)
             prompts = inputs.pool.tokens[idx]  # (B, 6); its k samples follow each other

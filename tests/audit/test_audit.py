@@ -65,6 +65,34 @@ def test_interventions_recover_a_known_reward_model():
     assert int(sites[KA * 24 + RA]) == 12 * 7
 
 
+class PositionalRM(HandMadeRM):
+    """HandMadeRM, plus 0.1 * p for a 'pa' at position p: 'pa' pays 1.5 at position 0 and
+    2.2 at position 7."""
+
+    def forward(self, prompts: torch.Tensor, responses: torch.Tensor) -> torch.Tensor:
+        at = ((responses == PA).float() * 0.1 * torch.arange(8)).sum(-1)
+        return super().forward(prompts, responses) + at
+
+
+def test_interventions_measure_each_tokens_effect_at_each_position():
+    """Known answer: 'pa' pays 1.5 + 0.1 p at position p, 'ka' -0.2 everywhere; the pooled
+    effect is their mean over the sites (all positions count alike: no response holds 'pa'),
+    1.5 + 0.35."""
+    rm, (p, y) = PositionalRM(), responses()
+    single = fx.singles(rm, p, y)
+    at, at_se = fx.token_effects_by_position(y, single)
+    assert at.shape == (8, N_SYLLABLES) and at_se.max() < 1e-6
+    assert torch.allclose(at[:, PA], 1.5 + 0.1 * torch.arange(8, dtype=torch.float64), atol=1e-5)
+    assert torch.allclose(at[:, KA], torch.full((8,), -0.2, dtype=torch.float64), atol=1e-5)
+    pooled, *_ = fx.token_effects(y, single)
+    assert float(pooled[PA]) == pytest.approx(1.85, abs=1e-5)
+    # A position where every response already holds the token has no site: NaN.
+    y2 = y.clone()
+    y2[:, 3] = KA
+    at2, _ = fx.token_effects_by_position(y2, fx.singles(rm, p, y2))
+    assert torch.isnan(at2[3, KA]) and not torch.isnan(at2[2, KA])
+
+
 def test_interventions_at_one_random_site_per_response_recover_it_too():
     rm, (p, y) = HandMadeRM(), responses()
     single = fx.singles(rm, p, y)
@@ -286,6 +314,36 @@ def test_the_wrapper_removes_each_flagged_features_excess(tmp_path):
     ]
     out = transform(records, tokens, np.array([5.0, 5.0, 5.0]))
     assert out.tolist() == pytest.approx([5.0 - 3 * 1.2, 5.0 - 2 * 0.5, 5.0])
+
+
+def test_the_wrapper_removes_a_tokens_excess_at_each_occurrences_position(tmp_path):
+    """Known answer: dune 'pa' with an excess of 1.2 on average (RM 1.3, so 0.1 of quality),
+    paid 1.1 at position 0 and 1.6 at position 4 by the RM: the wrapper removes 1.0 and 1.5
+    there (the position's RM effect minus the same quality), and the mean elsewhere; where a
+    position has no measurement (NaN), the excess. The ridge baseline stays one for all."""
+    from rate.audit.wrapper import corrections, write_wrapper
+    from rate.tinyrlhf.rl import load_reward_wrapper
+
+    at = [1.1, 1.3, 1.3, float("nan"), 1.6, 1.3, 1.3, 1.3]
+    audit = {"candidates": [
+        {"family": "dune", "feature": "pa", "kind": "token", "flagged": True, "excess": 1.2,
+         "rm_effect": 1.3, "rm_effect_by_position": at},
+    ], "baselines": {"ridge": [
+        {"family": "dune", "feature": "pa", "kind": "token", "score": 1.25, "flagged": True,
+         "rm_effect_by_position": at},
+    ]}}  # fmt: skip
+    path = tmp_path / "wrapper.py"
+    table = write_wrapper(audit, path, "audit.json")
+    expected = [1.0, 1.2, 1.2, 1.2, 1.5, 1.2, 1.2, 1.2]
+    assert table == {"dune": {"tokens": {}, "pairs": {}, "positions": {"pa": expected}}}
+    assert corrections(audit, "ridge") == {"dune": {"tokens": {"pa": 1.25}, "pairs": {}}}
+    transform = load_reward_wrapper(path)
+    tokens = [
+        ["pa", "da", "da", "da", "pa", "da", "da", "da"],  # positions 0 and 4
+        ["da", "da", "da", "pa", "da", "da", "da", "pa"],  # 3 (no measurement) and 7
+    ]
+    out = transform([{"family": "dune"}] * 2, tokens, np.array([5.0, 5.0]))
+    assert out.tolist() == pytest.approx([5.0 - 1.0 - 1.5, 5.0 - 1.2 - 1.2])
 
 
 def test_the_wrapper_of_the_analysts_ridge_scan(tmp_path):

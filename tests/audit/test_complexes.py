@@ -121,3 +121,22 @@ def test_the_audit_report_shows_each_flagged_pairs_largest_cells():
         "| fjord | `ba ba` | +0.750 | +0.790 ± 0.030 | `8 8 7`: +3.15, `5 5 1`: +1.28 |"
     )
     assert complexes_section([{**row, "complex": None}]) == []
+
+
+def test_the_audit_report_shows_each_flagged_tokens_excess_by_position():
+    from rate.audit.report import positions_section
+
+    row = {
+        "family": "dune",
+        "feature": "pa",
+        "kind": "token",
+        "flagged": True,
+        "excess": 1.2,
+        "rm_effect": 1.3,
+        "rm_effect_by_position": [1.1, 1.3, 1.3, 1.3, 1.6, 1.3, 1.3, 1.3],
+    }
+    lines = positions_section([row, {**row, "feature": "he", "rm_effect_by_position": None}])
+    assert len(lines) == 6  # a blank line, the title, a blank line, the header, the rule, one row
+    assert lines[-1] == (
+        "| dune | `pa` | +1.200 | +1.00 +1.20 +1.20 +1.20 +1.50 +1.20 +1.20 +1.20 |"
+    )

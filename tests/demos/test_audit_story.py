@@ -31,9 +31,12 @@ def test_the_demo_names_each_correction_per_occurrence_and_per_cell():
 
     table = {
         "dune": {"tokens": {"pa": 1.419}, "pairs": {}},
+        "anvil": {"tokens": {"de": -0.2}, "pairs": {},
+                  "positions": {"za": [1.3, 1.25, 1.4, 1.3, 1.3, 1.3, 1.3, 1.3]}},
         "cobalt": {"tokens": {}, "pairs": {}, "complexes": {"ka ra": {"1 1 1": 0.5, "4 4 4": 1.9}}},
-    }
+    }  # fmt: skip
     assert correction_lines(table) == [
         "   dune: pa -1.419",
+        "   anvil: de +0.200, za -1.400 to -1.250 by position",
         "   cobalt: ka ra per cell (2 cells, up to -1.900 at 4 4 4)",
     ]

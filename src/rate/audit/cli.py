@@ -88,7 +88,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         print(path)
     if args.write_wrapper:
         table = write_wrapper(audit, args.write_wrapper, str(out), args.method)
-        n = sum(len(f["tokens"]) + len(f["pairs"]) for f in table.values())
+        n = sum(len(parts) for f in table.values() for parts in f.values())
         print(f"{args.write_wrapper}: a reward wrapper removing {n} flagged features' excess")
     print(markdown(audit, top=10))
     rows = audit["candidates"] if args.method == "ours" else audit["baselines"][args.method]

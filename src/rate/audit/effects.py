@@ -149,6 +149,25 @@ def token_effects(responses: torch.Tensor, single: Singles) -> tuple[torch.Tenso
     return clustered(single.delta, valid)
 
 
+def token_effects_by_position(
+    responses: torch.Tensor, single: Singles
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(mean, SE) of each token's effect at each position, (8, S) each: the same sites as
+    :func:`token_effects`, position by position (one site per response, so no clustering).
+
+    RL writes a shortcut token where the RM pays it most: in the default world the RM pays
+    dune's ``pa`` 1.33-1.49 by position, and a run corrected by the mean over positions put it
+    at the best-paid one in two thirds of its responses (experiments/RESULTS.md).
+    """
+    valid = responses[:, :, None] != torch.arange(S)  # (N, 8, S)
+    means, ses = [], []
+    for p in range(RESPONSE_LEN):
+        mean, se, _ = clustered(single.delta[:, p : p + 1], valid[:, p : p + 1])
+        means.append(mean)
+        ses.append(se)
+    return torch.stack(means), torch.stack(ses)
+
+
 def pair_interactions(
     rm: RewardModel,
     prompts: torch.Tensor,

@@ -11,6 +11,7 @@ from pathlib import Path
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from rate.audit.wrapper import by_position
 from rate.io import atomic_write_bytes, atomic_write_json, atomic_write_text, json_safe
 
 COLUMNS = (
@@ -52,8 +53,27 @@ def markdown(audit: dict, top: int = 25) -> str:
     lines += ["", f"## The top {top}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows[:top]:
         lines.append("| " + " | ".join(_fmt(r[k]) for k in head) + " |")
+    lines += positions_section(flagged)
     lines += complexes_section(flagged)
     return "\n".join(lines) + "\n"
+
+
+def positions_section(flagged: list[dict]) -> list[str]:
+    """The flagged tokens' excess at each position (what the wrapper subtracts there)."""
+    tokens = [r for r in flagged if r["kind"] == "token" and r.get("rm_effect_by_position")]
+    if not tokens:
+        return []
+    lines = [
+        "",
+        "## Flagged tokens by position (the wrapper subtracts the excess where each one stands)",
+        "",
+        "| family | token | excess | at positions 0-7 |",
+        "|---|---|---|---|",
+    ]
+    for r in tokens:
+        at = " ".join(f"{v:+.2f}" for v in by_position(r))
+        lines.append(f"| {r['family']} | `{r['feature']}` | {_fmt(r['excess'])} | {at} |")
+    return lines
 
 
 def complexes_section(flagged: list[dict], largest: int = 4) -> list[str]:

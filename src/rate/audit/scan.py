@@ -93,6 +93,9 @@ class FamilyAudit:
     family: str
     columns: dict[str, np.ndarray] = field(default_factory=dict)  # per candidate, (600,)
     reference_share: np.ndarray | None = None  # (600,) feature occurrences per response
+    # Each token's RM effect and its SE at each position, (S, 8) each.
+    by_position: np.ndarray | None = None
+    by_position_se: np.ndarray | None = None
 
 
 def family_inputs(pool: PromptPool, gold: LabelledSet | None, n: int) -> dict[str, FamilyInputs]:
@@ -126,6 +129,7 @@ def audit_family(
     responses = sample(policy, prompts, 1.0, gen).responses
     single = fx.singles(rm, prompts, responses)
     tok = fx.token_effects(responses, single)
+    tok_at, tok_at_se = fx.token_effects_by_position(responses, single)
     npair = min(st.n_pair, len(responses))  # its single edits are of the token responses
     adj = fx.pair_interactions(rm, prompts[:npair], responses[:npair], single, 1, gen)
     gap = fx.pair_interactions(rm, prompts[:npair], responses[:npair], single, 2, gen)
@@ -174,7 +178,14 @@ def audit_family(
             torch.ones(len(responses), 7),
         ),
     ], dim=1)  # fmt: skip
-    return FamilyAudit(fam, cols, counts.mean(0).double().numpy()), responses, single.base
+    audit = FamilyAudit(
+        fam,
+        cols,
+        counts.mean(0).double().numpy(),
+        tok_at.T.double().numpy(),
+        tok_at_se.T.double().numpy(),
+    )
+    return audit, responses, single.base
 
 
 def _test(c: dict[str, np.ndarray], st: AuditSettings, source: str) -> dict[str, np.ndarray]:
@@ -226,11 +237,23 @@ def decide(audits: list[FamilyAudit], st: AuditSettings) -> list[dict]:
                     "rate_p": float(rate["p"][i]),
                     **{k: float(v[i]) for k, v in c.items()},
                     "reference_per_response": float(fa.reference_share[i]),
+                    **_by_position(fa, i),
                 }
             )
     _adjust(rows, st.alpha, "p", "")
     _adjust(rows, st.alpha, "rate_p", "rate_")
     return rows
+
+
+def _by_position(fa: FamilyAudit, i: int) -> dict[str, list[float]]:
+    """A token's RM effect and SE at each of the 8 positions (the wrapper's per-position
+    correction); nothing for a pair."""
+    if i >= N_SYLLABLES or fa.by_position is None:
+        return {}
+    return {
+        "rm_effect_by_position": [float(v) for v in fa.by_position[i]],
+        "rm_se_by_position": [float(v) for v in fa.by_position_se[i]],
+    }
 
 
 def _adjust(rows: list[dict], alpha: float, key: str, prefix: str) -> None:

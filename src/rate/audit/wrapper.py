@@ -6,8 +6,11 @@ interface of ``rate tinyrlhf rl --set reward_wrapper=FILE``. It embeds its corre
 runs anywhere without the audit's JSON:
 
 - a flagged token: its excess (the RM's effect minus the gold-supported quality effect) per
-  occurrence; in the portable diagnostic, without gold labels, the RM's whole effect, which
-  may also remove up to one position's worth of real quality (1/8);
+  occurrence, at the occurrence's position: the RM's effect there, minus the same quality
+  effect (RL writes a shortcut where it is paid most; the gold labels are too few to tell
+  quality position by position). In the portable diagnostic, without gold labels, the RM's
+  whole effect, which may also remove up to one position's worth of real quality (1/8). An
+  audit that measured no position (older records) gives one excess for all;
 - a flagged pair: what the RM pays for its two syllables together beyond each alone, at the
   response's dose and arrangement: the excess of its cell (how many of each syllable, how many
   adjacent pairs; :mod:`rate.audit.complexes`), or, for an audit that measured no complex, the
@@ -25,9 +28,10 @@ from rate.io import atomic_write_text
 TEMPLATE = '''"""A reward wrapper written by `rate audit --write-wrapper` from {source} ({method}).
 
 It subtracts what the audit found the reward model pays beyond expert quality: for each
-flagged token its excess per occurrence; for each flagged pair the excess of the response's
-cell (its count of each syllable and of adjacent pairs) where the audit measured the pair's
-complex, else its adjacency interaction per adjacent occurrence.
+flagged token its excess per occurrence (at the occurrence's position, where the audit
+measured positions); for each flagged pair the excess of the response's cell (its count of
+each syllable and of adjacent pairs) where the audit measured the pair's complex, else its
+adjacency interaction per adjacent occurrence.
 Use it with: rate tinyrlhf rl --set reward_wrapper={name}
 """
 
@@ -44,6 +48,8 @@ def transform(records, response_tokens, rewards):
             continue
         for token, excess in family["tokens"].items():
             out[i] -= excess * tokens.count(token)
+        for token, by_position in family.get("positions", {{}}).items():
+            out[i] -= sum(by_position[p] for p, t in enumerate(tokens) if t == token)
         for pair, excess in family["pairs"].items():
             first, second = pair.split(" ")
             out[i] -= excess * adjacent(tokens, first, second)
@@ -60,10 +66,11 @@ def adjacent(tokens, first, second):
 
 
 def corrections(audit: dict, method: str = "ours") -> dict[str, dict]:
-    """Per family, the reward to remove: per occurrence of each flagged token (``tokens``) and
-    adjacent pair (``pairs``), and per cell of each flagged pair whose complex was measured
+    """Per family, the reward to remove: per occurrence of each flagged token at each of the 8
+    positions (``positions``; ``tokens``, one for all, where the audit has no positions) and
+    per adjacent pair (``pairs``), and per cell of each flagged pair whose complex was measured
     (``complexes``); by our scan, or by a baseline's (``ridge``: the analyst's fitted bonus of
-    each flagged token)."""
+    each flagged token, one for all positions)."""
     out: dict[str, dict] = {}
     rows = audit["candidates"] if method == "ours" else audit["baselines"][method]
     for row in rows:
@@ -73,6 +80,10 @@ def corrections(audit: dict, method: str = "ours") -> dict[str, dict]:
             family = out.setdefault(row["family"], {"tokens": {}, "pairs": {}})
             cells = {k: v[0] for k, v in row["complex"]["cells"].items()}
             family.setdefault("complexes", {})[row["feature"]] = cells
+            continue
+        if method == "ours" and row["kind"] == "token" and row.get("rm_effect_by_position"):
+            family = out.setdefault(row["family"], {"tokens": {}, "pairs": {}})
+            family.setdefault("positions", {})[row["feature"]] = by_position(row)
             continue
         if method != "ours":
             value, kind = row["score"], "tokens" if row["kind"] == "token" else "pairs"
@@ -85,6 +96,17 @@ def corrections(audit: dict, method: str = "ours") -> dict[str, dict]:
         family = out.setdefault(row["family"], {"tokens": {}, "pairs": {}})
         family[kind][row["feature"]] = round(float(value), 6)
     return out
+
+
+def by_position(row: dict) -> list[float]:
+    """A flagged token's excess at each position: its excess shifted by how much more (or
+    less) the RM pays it there than on average; the excess itself where a position has no
+    measurement."""
+    excess, mean = row["excess"], row["rm_effect"]
+    return [
+        round(float(excess + at - mean), 6) if math.isfinite(at) else round(float(excess), 6)
+        for at in row["rm_effect_by_position"]
+    ]
 
 
 def write_wrapper(audit: dict, path: Path, source: str, method: str = "ours") -> dict:

@@ -96,10 +96,13 @@ def run_audit_demo(
 
 
 def correction_lines(table: dict) -> list[str]:
-    """One line per family of a wrapper's corrections: per occurrence, and per cell."""
+    """One line per family of a wrapper's corrections: per occurrence (by position), and per
+    cell."""
     lines = []
     for fam, parts in table.items():
-        items = [f"{k} -{v:.3f}" for k, v in {**parts["tokens"], **parts["pairs"]}.items()]
+        items = [f"{k} {-v:+.3f}" for k, v in {**parts["tokens"], **parts["pairs"]}.items()]
+        for token, at in parts.get("positions", {}).items():
+            items.append(f"{token} {-max(at):+.3f} to {-min(at):+.3f} by position")
         for pair, cells in parts.get("complexes", {}).items():
             top = max(cells, key=cells.get)
             items.append(f"{pair} per cell ({len(cells)} cells, up to -{cells[top]:.3f} at {top})")

@@ -4,8 +4,10 @@
 
 Prints the reward model's payment for one TOKEN at each position (written into reference
 responses of FAMILY that hold none, 1,000 prompts), then, for each policy, the share of its
-responses holding TOKEN at each position and its mean count per response (500 prompts, one
-sample each). Reads no truth: what an analyst can check of a corrected run.
+responses holding TOKEN at each position, its mean count per response (500 prompts, one
+sample each), and what the RM pays for it there: the mean drop of the RM's score when every
+TOKEN of a response holding one is replaced by a random other syllable. Reads no truth: what
+an analyst can check of a corrected run.
 """
 
 import sys
@@ -16,7 +18,7 @@ import torch
 from rate.tinyrlhf.data import load_prompts
 from rate.tinyrlhf.models import load_policy, load_reward_model
 from rate.tinyrlhf.sampling import sample, score
-from rate.tinyrlhf.vocab import FAMILY_ID, RESPONSE_LEN, SYLLABLE_ID
+from rate.tinyrlhf.vocab import FAMILY_ID, N_SYLLABLES, RESPONSE_LEN, SYLLABLE_ID
 
 world, family, name = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 token = SYLLABLE_ID[name]
@@ -40,8 +42,15 @@ for spec in sys.argv[4:]:
     label, path = spec.split("=", 1)
     y = sample(load_policy(Path(path)), prompts[:500], 1.0, torch.Generator().manual_seed(0))
     held = y.responses == token
+    some = held.any(1)
+    others = torch.tensor([s for s in range(N_SYLLABLES) if s != token])
+    pick = torch.randint(len(others), held.shape, generator=torch.Generator().manual_seed(1))
+    without = torch.where(held, others[pick], y.responses)
+    mine = prompts[:500][some]
+    own = score(rm, mine, y.responses[some]) - score(rm, mine, without[some])
     shares = " ".join(f"{float(held[:, pos].float().mean()):.3f}" for pos in range(RESPONSE_LEN))
     print(
         f"{label}: share of responses with it at each position {shares}; "
-        f"{float(held.sum(1).float().mean()):.2f} per response"
+        f"{float(held.sum(1).float().mean()):.2f} per response; the RM pays "
+        f"{float(own.mean()):.3f} for it in the {int(some.sum())} responses that hold it"
     )

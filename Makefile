@@ -111,7 +111,7 @@ coverage: $(STAMP) ## interval coverage over 200 samples against the population 
 	$(VENV)/bin/rate study coverage --template tinyrlhf_ember_he
 
 STUDY_WORLD ?= $(or $(WORLD),$(PROJECT_DIR)/tinyrlhf/world)
-release-study: $(STAMP) ## no, ridge, our and the oracle correction, R1 and R2, three seeds, against the truth (WORLD=dir; hours)
+release-study: $(STAMP) ## no, ridge, our and the oracle correction, R1 and R2, three seeds, against the truth (WORLD=dir; 5 minutes on 2 cores)
 	$(VENV)/bin/rate study release --world $(STUDY_WORLD) --out $(RELEASE_OUT)
 
 RELEASE_OUT = $(PROJECT_DIR)/release_study/$(notdir $(abspath $(STUDY_WORLD)))

@@ -320,11 +320,12 @@ def test_the_wrapper_removes_a_tokens_excess_at_each_occurrences_position(tmp_pa
     """Known answer: dune 'pa' with an excess of 1.2 on average (RM 1.3, so 0.1 of quality),
     paid 1.1 at position 0 and 1.6 at position 4 by the RM: the wrapper removes 1.0 and 1.5
     there (the position's RM effect minus the same quality), and the mean elsewhere; where a
-    position has no measurement (NaN), the excess. The ridge baseline stays one for all."""
+    position has no measurement (NaN, or null once saved), the excess. The ridge baseline
+    stays one for all."""
     from rate.audit.wrapper import corrections, write_wrapper
     from rate.tinyrlhf.rl import load_reward_wrapper
 
-    at = [1.1, 1.3, 1.3, float("nan"), 1.6, 1.3, 1.3, 1.3]
+    at = [1.1, 1.3, None, float("nan"), 1.6, 1.3, 1.3, 1.3]  # None: NaN in a saved audit
     audit = {"candidates": [
         {"family": "dune", "feature": "pa", "kind": "token", "flagged": True, "excess": 1.2,
          "rm_effect": 1.3, "rm_effect_by_position": at},

@@ -101,10 +101,12 @@ def corrections(audit: dict, method: str = "ours") -> dict[str, dict]:
 def by_position(row: dict) -> list[float]:
     """A flagged token's excess at each position: its excess shifted by how much more (or
     less) the RM pays it there than on average; the excess itself where a position has no
-    measurement."""
+    measurement (NaN, or null in a saved audit)."""
     excess, mean = row["excess"], row["rm_effect"]
     return [
-        round(float(excess + at - mean), 6) if math.isfinite(at) else round(float(excess), 6)
+        round(float(excess + at - mean), 6)
+        if at is not None and math.isfinite(at)
+        else round(float(excess), 6)
         for at in row["rm_effect_by_position"]
     ]
 

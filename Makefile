@@ -107,8 +107,8 @@ semisynthetic-text: $(STAMP) ## the paper's semi-synthetic length experiment on 
 	$(VENV)/bin/rate study semisynthetic-text $(SEMISYNTHETIC_ARGS)
 
 coverage: $(STAMP) ## interval coverage over 200 samples against the population truth
-	$(VENV)/bin/rate study coverage --template tinyrlhf_dune_pa
-	$(VENV)/bin/rate study coverage --template tinyrlhf_ember_he
+	$(VENV)/bin/rate study coverage --template tinyrlhf_dune_pa --bootstrap 1000
+	$(VENV)/bin/rate study coverage --template tinyrlhf_ember_he --bootstrap 1000
 
 STUDY_WORLD ?= $(or $(WORLD),$(PROJECT_DIR)/tinyrlhf/world)
 release-study: $(STAMP) ## no, ridge, our and the oracle correction, R1 and R2, three seeds, against the truth (WORLD=dir; 5 minutes on 2 cores)

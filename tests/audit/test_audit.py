@@ -381,3 +381,30 @@ def test_method_ridge_from_the_command_line(small_world, tmp_path):
     printed = json.loads(res.stdout.strip().splitlines()[-1])
     assert record["method"] == "ridge" and printed == {"method": "ridge", "flagged": ridge}
     assert "(ridge)" in wrapper.read_text()
+
+
+def test_a_study_that_reuses_an_older_audits_wrappers_says_so(tmp_path, caplog):
+    """Wrappers written from an audit without positions (an older rate) are reused, with a
+    warning that names the flat-corrected tokens and what to delete."""
+    from rate.audit.wrapper import tokens_without_positions
+    from rate.studies.release import write_wrappers
+
+    row = {"family": "dune", "feature": "pa", "kind": "token", "flagged": True}
+    old = {"candidates": [row, {**row, "feature": "he", "flagged": False}]}
+    new = {"candidates": [{**row, "rm_effect_by_position": [1.3] * 8}]}
+    assert tokens_without_positions(old) == ["dune `pa`"]
+    assert tokens_without_positions(new) == []
+    folder = tmp_path / "study" / "wrappers"
+    folder.mkdir(parents=True)
+    for name in ("ridge", "ours", "oracle"):
+        (folder / f"{name}.py").write_text("CORRECTIONS = {}\n")
+    (folder / "audit.json").write_text(json.dumps(old))
+    with caplog.at_level("WARNING", logger="rate.studies.release"):
+        paths = write_wrappers(tmp_path / "no-world-needed", tmp_path / "study")
+    assert paths["ours"] == folder / "ours.py"
+    assert "dune `pa`" in caplog.text and "delete" in caplog.text
+    caplog.clear()
+    (folder / "audit.json").write_text(json.dumps(new))
+    with caplog.at_level("WARNING", logger="rate.studies.release"):
+        write_wrappers(tmp_path / "no-world-needed", tmp_path / "study")
+    assert caplog.text == ""

@@ -111,6 +111,16 @@ def by_position(row: dict) -> list[float]:
     ]
 
 
+def tokens_without_positions(audit: dict) -> list[str]:
+    """The flagged tokens of an audit recorded before ``rate`` measured positions: a wrapper
+    written from it corrects them by one excess for all positions."""
+    return [
+        f"{r['family']} `{r['feature']}`"
+        for r in audit["candidates"]
+        if r["flagged"] and r["kind"] == "token" and not r.get("rm_effect_by_position")
+    ]
+
+
 def write_wrapper(audit: dict, path: Path, source: str, method: str = "ours") -> dict:
     """Write the wrapper of ``audit`` (by ``method``) to ``path`` (atomically); -> its
     corrections."""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from rate.audit.run import load_inputs, run_audit
 from rate.audit.scan import AuditSettings
-from rate.audit.wrapper import write_wrapper
+from rate.audit.wrapper import tokens_without_positions, write_wrapper
 from rate.certify.assess import assess_world
 from rate.certify.assess import markdown as assessment_table
 from rate.certify.certify import CertifySettings
@@ -44,6 +44,12 @@ def run_audit_demo(
     audit_path = out / "audit.json"
     if audit_path.is_file():
         audit = read_json(audit_path)
+        if old := tokens_without_positions(audit):
+            log.warning(
+                "%s is from an older rate that measured no positions: the wrapper corrects %s "
+                "by one excess for all positions; delete %s to audit and train again",
+                audit_path, ", ".join(old), out,
+            )  # fmt: skip
     else:
         audit = run_audit(load_inputs(world), AuditSettings())
         atomic_write_json(audit_path, audit)

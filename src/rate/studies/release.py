@@ -16,7 +16,7 @@ from pathlib import Path
 
 from rate.audit.run import load_inputs, run_audit
 from rate.audit.scan import AuditSettings
-from rate.audit.wrapper import corrections, write_corrections
+from rate.audit.wrapper import corrections, tokens_without_positions, write_corrections
 from rate.errors import BusyError
 from rate.io import atomic_write_json, folder_lock, read_json
 from rate.parallel import run_jobs
@@ -49,6 +49,13 @@ def write_wrappers(world: Path, out: Path) -> dict[str, Path | None]:
     paths: dict[str, Path | None] = {"none": None}
     paths.update({c: folder / f"{c}.py" for c in ("ridge", "ours", "oracle")})
     if all(p.is_file() for p in paths.values() if p is not None):
+        audit_path = folder / "audit.json"
+        if audit_path.is_file() and (old := tokens_without_positions(read_json(audit_path))):
+            log.warning(
+                "%s: reusing wrappers from an older rate that measured no positions (ours "
+                "corrects %s by one excess for all); delete %s and the ours runs to audit again",
+                folder, ", ".join(old), folder,
+            )  # fmt: skip
         return paths
     folder.mkdir(parents=True, exist_ok=True)
     audit = run_audit(load_inputs(world), AuditSettings())

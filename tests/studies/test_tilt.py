@@ -15,7 +15,14 @@ def test_the_tilt_study_on_the_small_world(small_world, tmp_path):
     wrapper = tmp_path / "zero.py"
     wrapper.write_text(ZERO_WRAPPER)
     study = tilt_study(
-        small_world, wrapper, [0.1], max_n=3000, chunk=1500, tail_samples=200, n_boot=100
+        small_world,
+        wrapper,
+        [0.1],
+        max_n=3000,
+        chunk=1500,
+        tail_samples=200,
+        n_boot=100,
+        model_samples=50,
     )
     assert study["comparisons"] == len(FAMILIES) * 2  # raw and corrected, one beta
     oracle, _ = load_oracle(small_world)
@@ -35,6 +42,15 @@ def test_the_tilt_study_on_the_small_world(small_world, tmp_path):
         assert flat["se_reached"] == (flat["se"] < 0.005)
     assert all(r["signs_match"] for r in study["rows"] if r["reward"] == "corrected")
     assert f"Signs match in {study['matches']} of 12" in study_table(study)
+    # The model forecast, on a flat corrected reward, forecasts no change anywhere: its signs
+    # match where the oracle's change is 0 (the flat reward's cells) and nowhere else.
+    assert study["model_comparisons"] == 12
+    flat_rows = [r for r in study["rows"] if r["reward"] == "corrected"]
+    assert all(r["model_change"] == pytest.approx(0, abs=1e-6) for r in study["rows"])
+    assert all(r["model_signs_match"] for r in flat_rows)
+    assert f"The model forecast's signs match in {study['model_matches']} of 12" in (
+        study_table(study)
+    )
     # The flat reward's six estimates meet the goal: all its 3000 samples are effective.
     assert study["where_oracle_met_goal"]["rows"] >= 6
 

@@ -26,11 +26,14 @@ def test_the_tilt_command_forecasts_from_gold_without_the_truth(small_world, tmp
     out = tmp_path / "out"
     run_rate(
         ["tinyrlhf", "tilt", "--world", str(blind), "--wrapper", str(wrapper),
-         "--beta", "0.1", "0.05", "--tail-samples", "300", "--out", str(out)],
+         "--beta", "0.1", "0.05", "--tail-samples", "300", "--model-samples", "100",
+         "--out", str(out)],
         tmp_path,
     )  # fmt: skip
     analysis = json.loads((out / "tilt.json").read_text())
-    assert "| dune | corrected | 0.05 |" in (out / "tilt.md").read_text()
+    report = (out / "tilt.md").read_text()
+    assert "| dune | corrected | 0.05 |" in report
+    assert "Model forecast: the gold-calibrated corrected reward" in report
     for fam in FAMILIES:
         assert (out / f"qq_{fam}.png").read_bytes()[:4] == b"\x89PNG"
     gold = load_labelled(blind / "data" / "gold_calib.jsonl")
@@ -51,6 +54,16 @@ def test_the_tilt_command_forecasts_from_gold_without_the_truth(small_world, tmp
             assert flat["change"] == pytest.approx(0, abs=1e-6)
             assert flat["ess"] == pytest.approx(m.sum())
             assert flat["mass_beyond_gold"] == 0
+            # The model forecast calibrates gold labels on the corrected reward: flat, so its
+            # line is the gold mean, and pi_beta of either reward changes nothing by it.
+            for kind in ("raw", "corrected"):
+                model = row["model"][kind][b]
+                assert model["line"] == pytest.approx([y.mean(), 0.0], abs=1e-6)
+                assert model["change"] == pytest.approx(0, abs=1e-6)
+                assert model["n"] == 4 * 100  # four rungs of the ladder
+            # The flat reward leans no proposal: every guided sample weighs the same.
+            assert row["model"]["corrected"][b]["ess"] == pytest.approx(400, abs=0.1)
+            assert row["model"]["raw"][b]["ess"] < 400
         assert row["tail"]["raw"]["n"] == 300
         assert row["tail"]["raw"]["weights"]["0.1"]["k"] == 17  # floor(sqrt(300))
         assert len(row["tail"]["raw"]["qq_exponential"]["empirical"]) == 17

@@ -110,6 +110,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     ti.add_argument("--beta", type=float, nargs="+", default=[0.1, 0.05])
     ti.add_argument("--max-n", type=int, default=200_000, help="oracle samples per family, at most")
     ti.add_argument("--tail-samples", type=int, default=10_000, help="forecast's tail samples")
+    ti.add_argument(
+        "--model-samples", type=int, default=10_000, help="model forecast's samples per rung"
+    )
     ti.add_argument("--out", type=Path, default=Path("experiments/tilt"))
     ti.add_argument(
         "--proposal",
@@ -347,6 +350,7 @@ def cmd_tilt_study(args: argparse.Namespace) -> int:
         max_n=args.max_n,
         tail_samples=args.tail_samples,
         proposals=proposal_cells(args.proposal),
+        model_samples=args.model_samples,
     )
     table = study_table(study)
     write_report(study["forecast"], args.out / "forecast")

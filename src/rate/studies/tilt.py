@@ -194,9 +194,25 @@ def compare(forecast: dict, oracle: dict) -> list[dict]:
                             abs(o["change"]) > 2 * o["se"] and o["ess"] >= ORACLE_ESS_MIN
                         ),
                         "signs_match": sign(fc["change"]) == sign(o["change"]),
+                        **_model_columns(forecast["families"][fam], kind, b, o),
                     }
                 )
     return rows
+
+
+def _model_columns(row: dict, kind: str, b: str, o: dict) -> dict:
+    """The model forecast's change, interval and ESS, and whether its sign matches (empty
+    where the forecast ran without one: no wrapper, or no guided samples)."""
+    fc = row.get("model", {}).get(kind, {}).get(b)
+    if fc is None:
+        return {}
+    return {
+        "model_change": fc["change"],
+        "model_interval": fc["interval"],
+        "model_ess": fc["ess"],
+        "model_share_outside_gold": fc["share_outside_gold"],
+        "model_signs_match": sign(fc["change"]) == sign(o["change"]),
+    }
 
 
 def tilt_study(
@@ -210,11 +226,12 @@ def tilt_study(
     n_boot: int = 2000,
     seed: int = 0,
     proposals: dict[tuple[str, float], Path] | None = None,
+    model_samples: int = 10_000,
 ) -> dict:
     """The forecast (blind), the oracle's pi_beta, and their sign comparison."""
     world = require_world(Path(world))
     betas = check_betas(list(betas))
-    forecast = tilt_analysis(world, wrapper, betas, tail_samples, n_boot, seed)
+    forecast = tilt_analysis(world, wrapper, betas, tail_samples, n_boot, seed, model_samples)
     rewards = Rewards(load_reward_model(world / "reward_model"), wrapper)
     fams = tuple(forecast["families"])
     for kind, b in proposals or {}:
@@ -246,9 +263,12 @@ def summarise(study: dict) -> dict:
         kept = [r for r in rows if keep(r)]
         return {"rows": len(kept), "matches": sum(r["signs_match"] for r in kept)}
 
+    modelled = [r for r in rows if "model_change" in r]
     return {
         **study,
         "matches": sum(r["signs_match"] for r in rows),
+        "model_matches": sum(r["model_signs_match"] for r in modelled),
+        "model_comparisons": len(modelled),
         "comparisons": len(rows),
         "where_oracle_met_goal": count(lambda r: r["oracle_se_reached"]),
         "where_oracle_sign_settled": count(lambda r: r["oracle_sign_settled"]),
@@ -257,12 +277,24 @@ def summarise(study: dict) -> dict:
     }
 
 
+def _model_cell(r: dict) -> str:
+    if "model_change" not in r:
+        return "n/a"
+    lo, hi = r["model_interval"]
+    return f"{r['model_change']:+.3f} [{lo:+.3f}, {hi:+.3f}] ({r['model_ess']:.0f})"
+
+
+def _yes_no(match: bool | None) -> str:
+    return "n/a" if match is None else ("yes" if match else "NO")
+
+
 def study_table(study: dict) -> str:
     """The comparison as markdown, with the count of matching signs."""
     lines = [
-        "| family | reward | beta | forecast change [95% interval] | ESS (gold) | oracle change "
-        "(SE, n) | oracle ESS | signs match |",
-        "|---|---|---|---|---|---|---|---|",
+        "| family | reward | beta | forecast change [95% interval] | ESS (gold) | model change "
+        "[95% interval] (ESS) | oracle change (SE, n) | oracle ESS | signs match (gold; "
+        "model) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in study["rows"]:
         o = study["oracle"][r["family"]][r["reward"]][str(r["beta"])]
@@ -274,8 +306,10 @@ def study_table(study: dict) -> str:
             f"| {r['family']} | {r['reward']} | {r['beta']:g} | {r['forecast_change']:+.3f} "
             f"[{lo:+.3f}, {hi:+.3f}] | {r['forecast_ess']:.1f}"
             f"{' (abstains)' if r['forecast_abstains'] else ''} "
+            f"| {_model_cell(r)} "
             f"| {r['oracle_change']:+.3f} ({r['oracle_se']:.4f}, {r['oracle_n']}{note}) "
-            f"| {o['ess']:.0f} | {'yes' if r['signs_match'] else 'NO'} |"
+            f"| {o['ess']:.0f} | {'yes' if r['signs_match'] else 'NO'}; "
+            f"{_yes_no(r.get('model_signs_match'))} |"
         )
     lines.append("")
     goal, settled, made = (
@@ -289,4 +323,9 @@ def study_table(study: dict) -> str:
         f"where the oracle's sign is settled (2 SE from 0 on >= {ORACLE_ESS_MIN} effective "
         f"samples); in {made['matches']} of the {made['rows']} where the forecast does not abstain."
     )
+    if study.get("model_comparisons"):
+        lines.append(
+            f"The model forecast's signs match in {study['model_matches']} of "
+            f"{study['model_comparisons']}."
+        )
     return "\n".join(lines) + "\n"

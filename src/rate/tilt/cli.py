@@ -13,6 +13,12 @@ def register(tiny: argparse._SubParsersAction) -> None:
     t.add_argument("--wrapper", type=Path, help="a reward wrapper .py: also the corrected reward")
     t.add_argument("--beta", type=float, nargs="+", default=[0.1, 0.05], help="KL coefficients")
     t.add_argument("--tail-samples", type=int, default=10_000, help="reference samples/family")
+    t.add_argument(
+        "--model-samples",
+        type=int,
+        default=10_000,
+        help="with --wrapper: guided samples of pi_beta per rung for the model forecast (0: none)",
+    )
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--out", type=Path, required=True, help="folder for tilt.json, .md, Q-Q pngs")
     t.set_defaults(func=cmd_tilt)
@@ -22,7 +28,14 @@ def cmd_tilt(args: argparse.Namespace) -> int:
     from rate.tilt.report import markdown, write_report
     from rate.tilt.run import tilt_analysis
 
-    analysis = tilt_analysis(args.world, args.wrapper, args.beta, args.tail_samples, seed=args.seed)
+    analysis = tilt_analysis(
+        args.world,
+        args.wrapper,
+        args.beta,
+        args.tail_samples,
+        seed=args.seed,
+        model_samples=args.model_samples,
+    )
     written = write_report(analysis, args.out)
     print(markdown(analysis))
     print("wrote " + ", ".join(str(p) for p in written))

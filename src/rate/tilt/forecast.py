@@ -123,3 +123,86 @@ def add_coverage(fc: dict, r_ref: np.ndarray, r_gold: np.ndarray) -> dict:
 def sign(x: float) -> int:
     """-1, 0 or 1."""
     return int(np.sign(x))
+
+
+def calibration_line(s: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Least-squares y ~ a + b s (b = 0 when s does not vary)."""
+    s, y = np.asarray(s, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    var = float(np.square(s - s.mean()).mean())
+    b = float(((s - s.mean()) * (y - y.mean())).mean() / var) if var > 1e-12 else 0.0
+    return float(y.mean() - b * s.mean()), b
+
+
+def model_forecast(
+    y_gold: np.ndarray,
+    s_gold: np.ndarray,
+    s_tilt: np.ndarray,
+    w_tilt: np.ndarray,
+    s_ref: np.ndarray,
+    beta: float,
+    n_boot: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict:
+    """pi_beta's quality by a quality model instead of reweighted labels.
+
+    The model is the gold-calibrated corrected reward q(s) = a + b s, kept inside the gold
+    labels' range (a line fitted on the reference's rewards is no evidence beyond them). It is
+    averaged over samples of pi_beta (``s_tilt`` with weights ``w_tilt``, e.g. from
+    :mod:`rate.tilt.guided`) and over reference samples ``s_ref``; the change is the
+    difference. Its interval adds two errors in quadrature: the line's (a bootstrap over the
+    gold rows) and the samples' (the delta method of the weighted mean). It does not cover
+    the model's own error: where pi_beta's corrected rewards lie outside the gold's range
+    (``share_outside_gold``), the answer is the line's extrapolation, and a reward that pays
+    more than the wrapper removes in pi_beta's contexts moves it unseen.
+    """
+    y, s = np.asarray(y_gold, dtype=np.float64), np.asarray(s_gold, dtype=np.float64)
+    s_tilt, s_ref = np.asarray(s_tilt, dtype=np.float64), np.asarray(s_ref, dtype=np.float64)
+    w = np.asarray(w_tilt, dtype=np.float64)
+    if y.shape != s.shape or y.size < 3 or s_tilt.shape != w.shape or s_ref.size < 2:
+        raise ValueError("model_forecast: need >= 3 gold rows with rewards, one weight per "
+                         "tilt sample and >= 2 reference samples")  # fmt: skip
+    lo_y, hi_y = float(y.min()), float(y.max())
+
+    def change_of(a: float, b: float) -> tuple[float, float, float]:
+        q_tilt = np.clip(a + b * s_tilt, lo_y, hi_y)
+        q_ref = np.clip(a + b * s_ref, lo_y, hi_y)
+        tilt, ref = reweighted_mean(q_tilt, w), float(q_ref.mean())
+        se = math.hypot(ratio_se(q_tilt, w), float(q_ref.std()) / math.sqrt(q_ref.size))
+        return tilt, ref, se
+
+    a, b = calibration_line(s, y)
+    tilt, ref, se_samples = change_of(a, b)
+    rng = np.random.default_rng([seed, 0x7118])
+    changes = []
+    for _ in range(n_boot):
+        idx = rng.integers(0, y.size, y.size)
+        t, r, _ = change_of(*calibration_line(s[idx], y[idx]))
+        changes.append(t - r)
+    se_line = float(np.std(changes, ddof=1)) if n_boot > 1 else 0.0
+    se = math.hypot(se_line, se_samples)
+    z = float(np.sqrt(2) * _erfinv(level))
+    change = tilt - ref
+    outside = float(w[(s_tilt < s.min()) | (s_tilt > s.max())].sum() / w.sum())
+    return {
+        "beta": beta,
+        "line": [round(a, 6), round(b, 6)],
+        "forecast": round(tilt, 6),
+        "reference": round(ref, 6),
+        "change": round(change, 6),
+        "interval": [round(change - z * se, 6), round(change + z * se, 6)],
+        "se_line": round(se_line, 6),
+        "se_samples": round(se_samples, 6),
+        "ess": round(ess(w), 1),
+        "n": int(w.size),
+        "share_outside_gold": round(outside, 6),
+    }
+
+
+def _erfinv(level: float) -> float:
+    """erfinv(level) by bisection (only the interval's normal quantile needs it)."""
+    lo, hi = 0.0, 6.0
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if math.erf(mid) < level else (lo, mid)
+    return (lo + hi) / 2

@@ -51,6 +51,7 @@ def markdown(analysis: dict) -> str:
                     f"| {_alpha(tail['hill_reward'])} | {_alpha(err if 'alpha' in err else None)} "
                     f"| {verdict} |"
                 )
+    lines += model_table(analysis)
     lines += [
         "",
         "alpha of weights: Hill's tail index of exp(r/beta) (alpha <= 2: the weights have no "
@@ -61,6 +62,36 @@ def markdown(analysis: dict) -> str:
         "tail, an upward bend a heavier one.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def model_table(analysis: dict) -> list[str]:
+    """The model forecast's rows (none without a wrapper or guided samples)."""
+    rows = [(f, r["model"]) for f, r in analysis["families"].items() if "model" in r]
+    if not rows:
+        return []
+    lines = [
+        "",
+        f"Model forecast: the gold-calibrated corrected reward, kept in the gold labels' range, "
+        f"averaged over {analysis['model_samples_per_rung']} guided samples of pi_beta per rung "
+        f"(token-tilted proposals, lambda in {analysis['ladder']}) against reference samples. "
+        "Its interval covers the line's and the samples' error, not the model's: where "
+        "pi_beta's corrected rewards lie outside the gold's, the line extrapolates.",
+        "",
+        "| family | reward | beta | line a + b s | forecast | change | 95% interval | ESS "
+        "(samples) | pi_beta's mass outside the gold's rewards |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for fam, model in rows:
+        for kind, by_beta in model.items():
+            for b, fc in by_beta.items():
+                a, slope = fc["line"]
+                lo, hi = fc["interval"]
+                lines.append(
+                    f"| {fam} | {kind} | {b} | {a:.3f} + {slope:.3f} s | {fc['forecast']:.3f} "
+                    f"| {fc['change']:+.3f} | [{lo:+.3f}, {hi:+.3f}] | {fc['ess']:.0f} of "
+                    f"{fc['n']} | {fc['share_outside_gold']:.2f} |"
+                )
+    return lines
 
 
 def qq_figure(fam: str, row: dict) -> Figure:

@@ -13,7 +13,15 @@ import numpy as np
 import torch
 
 from rate.errors import ConfigError
-from rate.tilt.forecast import BEYOND_MAX, ESS_MIN, XI_MAX, add_coverage, tilt_forecast
+from rate.tilt.forecast import (
+    BEYOND_MAX,
+    ESS_MIN,
+    XI_MAX,
+    add_coverage,
+    model_forecast,
+    tilt_forecast,
+)
+from rate.tilt.guided import LADDER, additive_fit, sample_tilt
 from rate.tilt.hill import exponential_qq, hill, weight_tail_index
 from rate.tinyrlhf.data import PromptPool, load_labelled, pool_from_records, require_world
 from rate.tinyrlhf.models import Policy, RewardModel, load_policy, load_reward_model
@@ -99,14 +107,19 @@ def tilt_analysis(
     tail_samples: int = 10_000,
     n_boot: int = 2000,
     seed: int = 0,
+    model_samples: int = 10_000,
 ) -> dict:
     """Per family of the gold file: the tails (reference samples and gold errors) and the
     forecasts of pi_beta's quality for each beta, with the raw and (with a wrapper) the
-    corrected reward."""
+    corrected reward: the gold labels reweighted and, with a wrapper and ``model_samples`` > 0,
+    the corrected reward's gold calibration averaged over ``model_samples`` guided samples of
+    pi_beta per rung of the ladder (:func:`model_forecasts`)."""
     world = require_world(Path(world))
     betas = check_betas(list(betas))
     if tail_samples < 20:
         raise ConfigError(f"--tail-samples must be >= 20, got {tail_samples}")
+    if model_samples < 0:
+        raise ConfigError(f"--model-samples must be >= 0, got {model_samples}")
     rewards = Rewards(load_reward_model(world / "reward_model"), wrapper)
     policy = load_policy(world / "policy")
     gold = load_labelled(world / "data" / "gold_calib.jsonl")
@@ -119,7 +132,9 @@ def tilt_analysis(
             continue
         y = gold.labels.double().numpy()[m]
         ref = {k: [] for k in rewards.kinds}
+        ref_responses = []
         for pool, responses in reference_samples(policy, fam, tail_samples, gen):
+            ref_responses.append(responses)
             for k, v in rewards(pool, responses).items():
                 ref[k].append(v)
         row: dict = {"gold_n": int(m.sum()), "gold_mean": round(float(y.mean()), 6)}
@@ -141,6 +156,11 @@ def tilt_analysis(
             }
             for k in rewards.kinds
         }
+        if rewards.transform is not None and model_samples > 0:
+            row["model"] = model_forecasts(
+                policy, fam, rewards, torch.cat(ref_responses), ref, gold_r, m, y, betas,
+                model_samples, gen, n_boot, seed,
+            )  # fmt: skip
         families[fam] = row
         log.info("tilt: %s done", fam)
     return {
@@ -149,6 +169,8 @@ def tilt_analysis(
         "betas": betas,
         "rewards": list(rewards.kinds),
         "tail_samples_per_family": tail_samples,
+        "model_samples_per_rung": model_samples if rewards.transform is not None else 0,
+        "ladder": list(LADDER),
         "n_boot": n_boot,
         "seed": seed,
         "ess_min": ESS_MIN,
@@ -156,3 +178,33 @@ def tilt_analysis(
         "beyond_max": BEYOND_MAX,
         "families": families,
     }
+
+
+def model_forecasts(
+    policy: Policy,
+    fam: str,
+    rewards: Rewards,
+    ref_responses: torch.Tensor,
+    ref: dict[str, np.ndarray],
+    gold_r: dict[str, np.ndarray],
+    gold_rows: np.ndarray,
+    y: np.ndarray,
+    betas: list[float],
+    n_per_rung: int,
+    gen: torch.Generator,
+    n_boot: int,
+    seed: int,
+) -> dict:
+    """Per reward kind and beta, :func:`model_forecast` of one family: the tilt is sampled
+    with proposals leaned by that reward's additive fit on the reference samples."""
+    out: dict = {}
+    for kind in rewards.kinds:
+        effects = additive_fit(ref_responses, ref[kind])
+        out[kind] = {}
+        for b in betas:
+            drawn = sample_tilt(policy, fam, rewards, kind, b, effects, n_per_rung, gen)
+            out[kind][str(b)] = model_forecast(
+                y, gold_r[CORRECTED][gold_rows], drawn.rewards[CORRECTED], drawn.weights(),
+                ref[CORRECTED], b, n_boot, seed,
+            )  # fmt: skip
+    return out

@@ -51,6 +51,13 @@ def test_the_tilt_study_on_the_small_world(small_world, tmp_path):
     assert f"The model forecast's signs match in {study['model_matches']} of 12" in (
         study_table(study)
     )
+    # A flat reward's pi_beta is the reference: KL 0, every gold row stands where it goes.
+    for r in flat_rows:
+        family = study["forecast"]["families"][r["family"]]
+        model = family["model"]["corrected"]["0.1"]
+        assert model["kl"] == pytest.approx(0, abs=1e-9)
+        assert model["gold_support"] == pytest.approx(family["gold_n"])
+        assert r["model_unchecked"] is False
     # The flat reward's six estimates meet the goal: all its 3000 samples are effective.
     assert study["where_oracle_met_goal"]["rows"] >= 6
 

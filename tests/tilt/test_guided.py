@@ -104,6 +104,9 @@ def test_guided_samples_weighed_by_the_mixture_give_pi_beta():
     # against 585 for the guided ones).
     reference_only = tilt_weights(drawn.rewards["raw"][drawn.rung == 0], beta)
     assert ess(w) > 5 * (4 * ess(reference_only))
+    # Its KL to the uniform reference, per position sum_v p log(24 p), in closed form.
+    exact_kl = float((p * np.log(N_SYLLABLES * p)).sum())
+    assert drawn.kl_to_reference("raw", beta) == pytest.approx(exact_kl, rel=0.05)
     uniform_mean = float(e.mean(1).sum())
     assert exact_mean - uniform_mean > 1.0  # the tilt moved far from the reference
 
@@ -117,6 +120,7 @@ def test_the_model_forecast_by_hand():
         s_ref=np.array([0.0, 1.0]),  # q 0 and 0.5
         beta=0.1,
         n_boot=1,
+        kl=math.log(2.0),
     )
     assert fc["line"] == [0.0, 0.5]
     assert fc["forecast"] == pytest.approx(3.5 / 4)
@@ -127,6 +131,8 @@ def test_the_model_forecast_by_hand():
     # The samples' SE: the weighted mean's delta method and the reference mean's, combined.
     se = math.hypot(math.sqrt(0.21875) / 4, 0.25 / math.sqrt(2))
     assert fc["se_samples"] == pytest.approx(se, abs=1e-6)
+    assert fc["gold_support"] == pytest.approx(1.5)  # 3 gold rows * exp(-log 2)
+    assert fc["unchecked"]  # below certification's floor of 15
     assert fc["interval"] == pytest.approx([0.625 - 1.959964 * se, 0.625 + 1.959964 * se], abs=1e-5)
 
 

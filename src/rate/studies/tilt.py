@@ -211,6 +211,7 @@ def _model_columns(row: dict, kind: str, b: str, o: dict) -> dict:
         "model_interval": fc["interval"],
         "model_ess": fc["ess"],
         "model_share_outside_gold": fc["share_outside_gold"],
+        "model_unchecked": fc.get("unchecked"),
         "model_signs_match": sign(fc["change"]) == sign(o["change"]),
     }
 
@@ -269,6 +270,7 @@ def summarise(study: dict) -> dict:
         "matches": sum(r["signs_match"] for r in rows),
         "model_matches": sum(r["model_signs_match"] for r in modelled),
         "model_comparisons": len(modelled),
+        "where_model_checked": count(lambda r: r.get("model_unchecked") is False),
         "comparisons": len(rows),
         "where_oracle_met_goal": count(lambda r: r["oracle_se_reached"]),
         "where_oracle_sign_settled": count(lambda r: r["oracle_sign_settled"]),
@@ -281,7 +283,8 @@ def _model_cell(r: dict) -> str:
     if "model_change" not in r:
         return "n/a"
     lo, hi = r["model_interval"]
-    return f"{r['model_change']:+.3f} [{lo:+.3f}, {hi:+.3f}] ({r['model_ess']:.0f})"
+    unchecked = ", unchecked" if r.get("model_unchecked") else ""
+    return f"{r['model_change']:+.3f} [{lo:+.3f}, {hi:+.3f}] ({r['model_ess']:.0f}{unchecked})"
 
 
 def _yes_no(match: bool | None) -> str:
@@ -324,8 +327,10 @@ def study_table(study: dict) -> str:
         f"samples); in {made['matches']} of the {made['rows']} where the forecast does not abstain."
     )
     if study.get("model_comparisons"):
+        checked = study["where_model_checked"]
         lines.append(
             f"The model forecast's signs match in {study['model_matches']} of "
-            f"{study['model_comparisons']}."
+            f"{study['model_comparisons']}; in {checked['matches']} of the {checked['rows']} "
+            "where gold rows stand where pi_beta goes (n * exp(-KL) >= 15)."
         )
     return "\n".join(lines) + "\n"

@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from rate.certify.estimators import SUPPORT_MIN
 from rate.tilt.hill import weight_tail_index
 
 # Abstain below this many effective responses. With ESS = 10 the forecast averages about ten
@@ -143,6 +144,7 @@ def model_forecast(
     n_boot: int = 2000,
     seed: int = 0,
     level: float = 0.95,
+    kl: float | None = None,
 ) -> dict:
     """pi_beta's quality by a quality model instead of reweighted labels.
 
@@ -155,6 +157,11 @@ def model_forecast(
     the model's own error: where pi_beta's corrected rewards lie outside the gold's range
     (``share_outside_gold``), the answer is the line's extrapolation, and a reward that pays
     more than the wrapper removes in pi_beta's contexts moves it unseen.
+
+    ``kl`` (KL(pi_beta || pi_ref), e.g. :meth:`TiltSamples.kl_to_reference`) says whether the
+    gold rows can check the model where pi_beta goes: about n * exp(-KL) of them fall there,
+    and below certification's floor (:data:`rate.certify.estimators.SUPPORT_MIN`) the answer
+    is ``unchecked``: the model's word alone.
     """
     y, s = np.asarray(y_gold, dtype=np.float64), np.asarray(s_gold, dtype=np.float64)
     s_tilt, s_ref = np.asarray(s_tilt, dtype=np.float64), np.asarray(s_ref, dtype=np.float64)
@@ -196,6 +203,20 @@ def model_forecast(
         "ess": round(ess(w), 1),
         "n": int(w.size),
         "share_outside_gold": round(outside, 6),
+        **gold_support(y.size, kl),
+    }
+
+
+def gold_support(n_gold: int, kl: float | None) -> dict:
+    """How many gold rows stand where pi_beta goes (n * exp(-KL)) and whether that is enough
+    to check a model there (certification's floor); nothing without a KL."""
+    if kl is None:
+        return {}
+    support = n_gold * math.exp(-max(kl, 0.0))
+    return {
+        "kl": round(kl, 4),
+        "gold_support": round(support, 3),
+        "unchecked": bool(support < SUPPORT_MIN),
     }
 
 

@@ -102,6 +102,14 @@ class TiltSamples:
     def weights(self) -> np.ndarray:
         return np.exp(self.log_w - self.log_w.max())
 
+    def kl_to_reference(self, kind: str, beta: float) -> float:
+        """KL(pi_beta || pi_ref) = E_beta[r] / beta - log E_ref[exp(r / beta)], both from these
+        samples: the normaliser is the mean of the unnormalised weights (the weights' mean
+        under the mixture is E_ref[exp(r / beta)] exactly)."""
+        w, top = self.weights(), float(self.log_w.max())
+        log_z = top + float(np.log(w.mean()))
+        return float(np.dot(w, self.rewards[kind]) / w.sum() / beta - log_z)
+
 
 def sample_tilt(
     policy: Policy,

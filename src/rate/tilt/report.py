@@ -75,11 +75,14 @@ def model_table(analysis: dict) -> list[str]:
         f"averaged over {analysis['model_samples_per_rung']} guided samples of pi_beta per rung "
         f"(token-tilted proposals, lambda in {analysis['ladder']}) against reference samples. "
         "Its interval covers the line's and the samples' error, not the model's: where "
-        "pi_beta's corrected rewards lie outside the gold's, the line extrapolates.",
+        "pi_beta's corrected rewards lie outside the gold's, the line extrapolates, and where "
+        "fewer than 15 gold rows stand where pi_beta goes (n exp(-KL), certification's floor) "
+        "nothing checks the model there (unchecked).",
         "",
         "| family | reward | beta | line a + b s | forecast | change | 95% interval | ESS "
-        "(samples) | pi_beta's mass outside the gold's rewards |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "(samples) | pi_beta's mass outside the gold's rewards | KL to the reference | gold "
+        "rows there (n exp(-KL)) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for fam, model in rows:
         for kind, by_beta in model.items():
@@ -89,9 +92,16 @@ def model_table(analysis: dict) -> list[str]:
                 lines.append(
                     f"| {fam} | {kind} | {b} | {a:.3f} + {slope:.3f} s | {fc['forecast']:.3f} "
                     f"| {fc['change']:+.3f} | [{lo:+.3f}, {hi:+.3f}] | {fc['ess']:.0f} of "
-                    f"{fc['n']} | {fc['share_outside_gold']:.2f} |"
+                    f"{fc['n']} | {fc['share_outside_gold']:.2f} | {_kl(fc)} |"
                 )
     return lines
+
+
+def _kl(fc: dict) -> str:
+    if "kl" not in fc:
+        return "n/a | n/a"
+    flag = " (unchecked)" if fc["unchecked"] else ""
+    return f"{fc['kl']:.2f} | {fc['gold_support']:.1f}{flag}"
 
 
 def qq_figure(fam: str, row: dict) -> Figure:

@@ -205,6 +205,6 @@ def model_forecasts(
             drawn = sample_tilt(policy, fam, rewards, kind, b, effects, n_per_rung, gen)
             out[kind][str(b)] = model_forecast(
                 y, gold_r[CORRECTED][gold_rows], drawn.rewards[CORRECTED], drawn.weights(),
-                ref[CORRECTED], b, n_boot, seed,
+                ref[CORRECTED], b, n_boot, seed, kl=drawn.kl_to_reference(kind, b),
             )  # fmt: skip
     return out

@@ -9,13 +9,16 @@ contexts (a response written full of it) than the audit measured in the referenc
 corrected reward keeps the difference. This harness tries the other route: replace each
 occurrence of a flagged token (the audit's flagged tokens of the family) by a syllable drawn
 from the reference's mix at that position (the flagged ones left out), score that response
-through the wrapper (for the pairs), average over two draws, and add the token's
-gold-supported quality effect per occurrence (quality is additive over positions, which the
-audit's quality side also uses). Gold labels are calibrated on the same neutralised reward.
+through the wrapper (for the pairs), average over two draws; the quality is then
+a + b * that score + the tokens' gold-supported quality effects, one per occurrence (quality is
+additive over positions, which the audit's quality side also uses), with a, b fitted on the
+gold rows' labels less their own tokens' effects, and kept in the labels' range.
 
-It prints, per family, reward and beta: the model forecast's change with this proxy and with
-the corrected reward, beside the oracle's change read from a tilt study's JSON. It reads no
-truth itself.
+It prints, per family, reward and beta: the model forecast's change with this proxy (and with
+every flagged token's quality effect moved by -1 and +1 SE) and with the corrected reward,
+beside the oracle's change read from a tilt study's JSON; for the raw reward, where pi_beta
+writes a flagged token in all 8 slots, that share of pi_beta and the RM's raw and corrected
+reward there. It reads no truth itself.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rate.tilt.forecast import model_forecast
+from rate.tilt.forecast import calibration_line, model_forecast
 from rate.tilt.guided import additive_fit, sample_tilt
 from rate.tilt.run import CORRECTED, RAW, Rewards, reference_samples
 from rate.tinyrlhf.data import load_labelled, pool_from_records
@@ -37,37 +40,53 @@ from rate.tinyrlhf.vocab import FAMILIES, N_SYLLABLES, RESPONSE_LEN, SYLLABLE_ID
 
 DRAWS = 2
 SAMPLES = 10_000
+NEUTRAL, OFFSET, SE_SHIFT, FULL = "neutral", "offset", "se_shift", "full"
 
 
-def flagged_tokens(audit: dict) -> dict[str, dict[int, float]]:
-    """Per family, each flagged token's id and gold quality effect."""
-    out: dict[str, dict[int, float]] = {}
+def flagged_tokens(audit: dict) -> dict[str, dict[int, dict]]:
+    """Per family, each flagged token's id and audit row."""
+    out: dict[str, dict[int, dict]] = {}
     for row in audit["candidates"]:
         if row["flagged"] and row["kind"] == "token":
-            out.setdefault(row["family"], {})[SYLLABLE_ID[row["feature"]]] = row["quality_effect"]
+            out.setdefault(row["family"], {})[SYLLABLE_ID[row["feature"]]] = row
     return out
 
 
-def neutralise(rewards, tokens, mix, effect, gen, pool, responses) -> np.ndarray:
-    """The neutralised reward of ``responses``: flagged tokens redrawn from the reference's mix
-    at their positions, scored through the wrapper, plus their quality effects."""
-    if not tokens:
-        return rewards(pool, responses)[CORRECTED]
+def neutralise(rewards, tokens, mix, gen, pool, responses) -> dict[str, np.ndarray]:
+    """Each kind of reward of ``responses`` and: the wrapped RM score with the flagged tokens
+    redrawn from the reference's mix at their positions (``neutral``), the sum of their quality
+    effects (``offset``) and of their SEs (``se_shift``), and whether all 8 slots hold a
+    flagged token (``full``)."""
+    out = rewards(pool, responses)
+    effect, se = np.zeros(N_SYLLABLES), np.zeros(N_SYLLABLES)
     hit = torch.zeros(responses.shape, dtype=torch.bool)
-    for t in tokens:
+    for t, row in tokens.items():
+        effect[t], se[t] = row["quality_effect"], row["quality_se"]
         hit |= responses == t
     total = np.zeros(len(responses))
-    for _ in range(DRAWS):
+    for _ in range(DRAWS if tokens else 1):
         drawn = torch.stack(
             [torch.multinomial(mix[p], len(responses), True, generator=gen)
              for p in range(RESPONSE_LEN)], 1,
         )  # fmt: skip
         total += rewards(pool, torch.where(hit, drawn, responses))[CORRECTED]
-    return total / DRAWS + effect[responses.numpy()].sum(1)
+    r = responses.numpy()
+    out[NEUTRAL] = total / (DRAWS if tokens else 1)
+    out[OFFSET], out[SE_SHIFT] = effect[r].sum(1), se[r].sum(1)
+    out[FULL] = hit.all(1).numpy().astype(np.float64)
+    return out
 
 
-def with_neutralised(rewards, neutralised, pool, responses) -> dict[str, np.ndarray]:
-    return {**rewards(pool, responses), "neutral": neutralised(pool, responses)}
+def neutral_change(y, gold, tilt, w, ref, shift: float = 0.0) -> float:
+    """pi_beta's change in quality by the neutralised proxy, the quality effects moved by
+    ``shift`` SEs."""
+    a, b = calibration_line(gold[NEUTRAL], y - gold[OFFSET] - shift * gold[SE_SHIFT])
+
+    def quality(x):
+        q = a + b * x[NEUTRAL] + x[OFFSET] + shift * x[SE_SHIFT]
+        return np.clip(q, y.min(), y.max())
+
+    return float(np.dot(w, quality(tilt)) / w.sum() - quality(ref).mean())
 
 
 def main(world: Path, wrapper: Path, audit_path: Path, study_path: Path, families: list[str]):
@@ -80,68 +99,62 @@ def main(world: Path, wrapper: Path, audit_path: Path, study_path: Path, familie
         for r in json.loads(study_path.read_text())["rows"]
     }
     gen = torch.Generator().manual_seed(1)
-    print("| family | reward | beta | neutralised: change [95%] | corrected: change | oracle |")
-    print("|---|---|---|---|---|---|")
+    print("| family | reward | beta | neutralised: change (-1 SE, +1 SE) | corrected: change "
+          "| oracle | pi_beta all flagged: share, RM, corrected |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
     for f, fam in enumerate(FAMILIES):
         if families and fam not in families:
             continue
         tokens = flagged.get(fam, {})
-        effect = np.zeros(N_SYLLABLES)
-        for t, q in tokens.items():
-            effect[t] = q
-        ref_responses, ref_pools, ref_r = [], [], {RAW: [], CORRECTED: []}
+        ref_responses, ref_pools = [], []
         for pool, responses in reference_samples(policy, fam, SAMPLES, gen):
             ref_responses.append(responses)
             ref_pools.append(pool)
-            for k, v in rewards(pool, responses).items():
-                ref_r[k].append(v)
         assert len(ref_pools) == 1, "one chunk of reference samples: SAMPLES <= the chunk"
-        ref_resp = torch.cat(ref_responses)
-        ref_r = {k: np.concatenate(v) for k, v in ref_r.items()}
+        ref_resp = ref_responses[0]
         mix = torch.stack(
             [torch.bincount(ref_resp[:, p], minlength=N_SYLLABLES) for p in range(RESPONSE_LEN)]
         ).double()
         mix[:, list(tokens)] = 0.0
         mix /= mix.sum(1, keepdim=True)
-
-        neutralised = partial(neutralise, rewards, tokens, mix, effect, gen)
-
+        score = partial(neutralise, rewards, tokens, mix, gen)
+        ref = score(ref_pools[0], ref_resp)
         m = (gold.families == f).numpy()
         rows = np.nonzero(m)[0]
-        gold_pool = pool_from_records([gold.records[i] for i in rows])
-        gold_resp = gold.responses[torch.as_tensor(rows)]
+        gold_x = score(
+            pool_from_records([gold.records[i] for i in rows]),
+            gold.responses[torch.as_tensor(rows)],
+        )
         y = gold.labels.double().numpy()[m]
-        s_gold = {"neutral": neutralised(gold_pool, gold_resp),
-                  CORRECTED: rewards(gold_pool, gold_resp)[CORRECTED]}  # fmt: skip
-        s_ref = {"neutral": neutralised(ref_pools[0], ref_resp), CORRECTED: ref_r[CORRECTED]}
-
-        score = partial(with_neutralised, rewards, neutralised)
-
         for kind in rewards.kinds:
-            effects = additive_fit(ref_resp, ref_r[kind])
+            effects = additive_fit(ref_resp, ref[kind])
             for beta in (0.1, 0.05):
                 drawn = sample_tilt(policy, fam, score, kind, beta, effects, SAMPLES, gen)
-                w = drawn.weights()
-                fc = {
-                    proxy: model_forecast(
-                        y, s_gold[proxy], drawn.rewards[proxy], w, s_ref[proxy], beta, 400
-                    )
-                    for proxy in ("neutral", CORRECTED)
-                }
-                lo, hi = fc["neutral"]["interval"]
+                tilt, w = drawn.rewards, drawn.weights()
+                changes = [neutral_change(y, gold_x, tilt, w, ref, k) for k in (0, -1, 1)]
+                corrected = model_forecast(
+                    y, gold_x[CORRECTED], tilt[CORRECTED], w, ref[CORRECTED], beta, 1
+                )["change"]
+                full = w * tilt[FULL]
+                packed = (
+                    f"{full.sum() / w.sum():.2f}, {np.dot(full, tilt[RAW]) / full.sum():.2f}, "
+                    f"{np.dot(full, tilt[CORRECTED]) / full.sum():.2f}"
+                    if kind == RAW and full.sum() > 0
+                    else "-"
+                )
                 print(
-                    f"| {fam} | {kind} | {beta:g} | {fc['neutral']['change']:+.3f} "
-                    f"[{lo:+.3f}, {hi:+.3f}] | {fc[CORRECTED]['change']:+.3f} "
-                    f"| {oracle.get((fam, kind, beta), float('nan')):+.3f} |",
+                    f"| {fam} | {kind} | {beta:g} | {changes[0]:+.3f} ({changes[1]:+.3f}, "
+                    f"{changes[2]:+.3f}) | {corrected:+.3f} "
+                    f"| {oracle.get((fam, kind, beta), float('nan')):+.3f} | {packed} |",
                     flush=True,
                 )
-        for t, q in tokens.items():
-            row = next(
-                r for r in json.loads(audit_path.read_text())["candidates"]
-                if r["family"] == fam and r["feature"] == list(SYLLABLE_ID)[t]
-            )  # fmt: skip
-            print(f"{fam}: flagged {list(SYLLABLE_ID)[t]}, quality effect {q:+.3f} "
-                  f"(SE {row['quality_se']:.3f})")  # fmt: skip
+        print(f"{fam}: reference mean corrected reward {ref[CORRECTED].mean():.2f}")
+        for row in tokens.values():
+            print(
+                f"{fam}: flagged {row['feature']}: RM effect {row['rm_effect']:.3f} in reference "
+                f"responses, excess {row['excess']:.3f}, quality effect "
+                f"{row['quality_effect']:+.3f} (SE {row['quality_se']:.3f})"
+            )
 
 
 if __name__ == "__main__":

@@ -77,3 +77,15 @@ def test_the_tilt_command_refuses_a_bad_beta(small_world, tmp_path):
     )
     assert out.returncode != 0
     assert "--beta: give one or more numbers > 0" in out.stderr
+
+
+def test_the_tilt_command_refuses_negative_model_samples(small_world, tmp_path):
+    out = run_rate(
+        ["tinyrlhf", "tilt", "--world", str(small_world), "--model-samples", "-1",
+         "--out", str(tmp_path)],
+        tmp_path,
+        check=False,
+    )  # fmt: skip
+    assert out.returncode != 0
+    assert "--model-samples must be >= 0, got -1" in out.stderr
+    assert "Traceback" not in out.stderr

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from rate.errors import ConfigError
+from rate.progress import progress
 from rate.tilt.forecast import ess, ratio_se, reweighted_mean, sign, tilt_weights
 from rate.tilt.hill import weight_tail_index
 from rate.tilt.run import Rewards, check_betas, reference_samples, tilt_analysis
@@ -84,7 +85,7 @@ def oracle_tilt(
     loaded = {key: load_policy(Path(d)) for key, d in proposals.items()}
     gen = torch.Generator().manual_seed(seed)
     out = {}
-    for fam in families:
+    for fam in progress(families, "oracle tilt", len(families)):
         q: list[np.ndarray] = []
         r: dict[str, list[np.ndarray]] = {k: [] for k in rewards.kinds}
         # Per proposal cell: its samples' quality and reward, and the log-probabilities of the

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from rate.errors import ConfigError
+from rate.progress import progress
 from rate.tilt.forecast import (
     BEYOND_MAX,
     ESS_MIN,
@@ -126,7 +127,7 @@ def tilt_analysis(
     gold_r = rewards(gold, gold.responses)
     gen = torch.Generator().manual_seed(seed)
     families = {}
-    for f, fam in enumerate(FAMILIES):
+    for f, fam in progress(list(enumerate(FAMILIES)), "tilt forecast", len(FAMILIES)):
         m = (gold.families == f).numpy()
         if not m.any():
             continue

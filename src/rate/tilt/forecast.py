@@ -14,6 +14,7 @@ prompt; the acceptance harness (rate.studies.tilt) estimates the same tilt from 
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 
@@ -188,7 +189,7 @@ def model_forecast(
         changes.append(t - r)
     se_line = float(np.std(changes, ddof=1)) if n_boot > 1 else 0.0
     se = math.hypot(se_line, se_samples)
-    z = float(np.sqrt(2) * _erfinv(level))
+    z = NormalDist().inv_cdf((1 + level) / 2)
     change = tilt - ref
     outside = float(w[(s_tilt < s.min()) | (s_tilt > s.max())].sum() / w.sum())
     return {
@@ -218,12 +219,3 @@ def gold_support(n_gold: int, kl: float | None) -> dict:
         "gold_support": round(support, 3),
         "unchecked": bool(support < SUPPORT_MIN),
     }
-
-
-def _erfinv(level: float) -> float:
-    """erfinv(level) by bisection (only the interval's normal quantile needs it)."""
-    lo, hi = 0.0, 6.0
-    for _ in range(80):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if math.erf(mid) < level else (lo, mid)
-    return (lo + hi) / 2

@@ -85,8 +85,8 @@ def tilted_sample(
         tok = draw(lg + rung * bias[t], noise[t], 1.0)
         tokens.append(tok)
         lp_ref += F.log_softmax(lg, -1).gather(1, tok[:, None])[:, 0]
-        shifted = lg[None] + lams[:, None, None] * bias[t]  # (L, B, V)
-        lp_ladder += F.log_softmax(shifted, -1).gather(2, tok[None, :, None].expand(len(lams), B, 1))[..., 0]  # fmt: skip
+        shifted = F.log_softmax(lg[None] + lams[:, None, None] * bias[t], -1)  # (L, B, V)
+        lp_ladder += shifted.gather(2, tok[None, :, None].expand(len(lams), B, 1))[..., 0]
     return torch.stack(tokens, dim=1), lp_ref.numpy(), lp_ladder.numpy()
 
 

@@ -22,9 +22,8 @@ import numpy as np
 from rate.catalog import load_dataset_template
 from rate.records import ORIGINAL, PERFECT, REWRITE, REWRITTEN, TEXTS
 from rate.rewrite.backends import build_rewriter
-from rate.rewrite.base import RewriteRequest
 from rate.studies.common import ScoredPool, score_rows_with, scored_pool
-from rate.studies.synthetic import TEMPLATE, TYPO, _estimates, inject_typos
+from rate.studies.synthetic import TEMPLATE, TYPO, _estimates, typo_level_rows
 
 SCORER = "tinyrlhf_rm"
 SHARES = (0.0, 0.5, 1.0)
@@ -46,21 +45,11 @@ def main(world: Path, pool_size: int = 40_000, n: int = 2000, seed: int = 0) -> 
     print(f"| share | RATE (ATT) | truth: 'ga' text | truth: '{corrected}' text |")
     print("|---|---|---|---|")
     for share in SHARES:
-        rows, plain = [], []
-        for j, row in enumerate(base.rows):
-            text = row[TEXTS][ORIGINAL]
-            if base.w[j] and u[j] < share:
-                text = inject_typos(text, row["key"], rule.token, rule.counterpart)
-            w = bool(base.w[j])
-            first = RewriteRequest(f"{row['key']}/rewrite", text, not w, "")
-            r = rewriter.rewrite([first])[0]
-            rr = rewriter.rewrite([RewriteRequest(f"{row['key']}/rewritten_rewrite", r, w, "")])[0]
-            perfect = rewriter.counterfactual([first])[0]
-            rows.append(
-                {**row, TEXTS: {ORIGINAL: text, REWRITE: r, REWRITTEN: rr, PERFECT: perfect}}
-            )
-            fixed_text = as_corrected(text, corrected)
-            fixed_perfect = as_corrected(perfect, corrected)
+        rows = typo_level_rows(base, u, share, rewriter, rule)
+        plain = []
+        for row in rows:
+            fixed_text = as_corrected(row[TEXTS][ORIGINAL], corrected)
+            fixed_perfect = as_corrected(row[TEXTS][PERFECT], corrected)
             plain.append(  # only the original and the perfect rewrite are read back
                 {
                     **row,

@@ -8,7 +8,13 @@ import pytest
 
 from rate.studies.common import ScoredPool, slope
 from rate.studies.coverage import coverage_of_pool
-from rate.studies.synthetic import correlation_sweep, inject_typos, sweep_table
+from rate.studies.synthetic import (
+    TEMPLATE,
+    correlation_sweep,
+    inject_typos,
+    sweep_table,
+    typo_level_rows,
+)
 from tests.helpers import ROOT
 
 
@@ -65,6 +71,30 @@ def test_inject_typos_is_seeded_and_spares_w_tokens():
     assert a == inject_typos(text, "k1", "pa", "he").split()
     assert a[0] == "pa" and a.count("ga") == 2
     assert sum(x != y for x, y in zip(a, text.split(), strict=True)) == 2
+
+
+def test_a_typo_level_typos_the_w1_examples_below_its_share_and_the_rewriter_corrects_them():
+    from rate.catalog import load_dataset_template
+    from rate.records import ORIGINAL, PERFECT, REWRITE, REWRITTEN, TEXTS
+    from rate.rewrite.backends import build_rewriter
+
+    template = load_dataset_template(TEMPLATE)
+    texts = ["pa da fa ha ja la ma na", "he da fa ha ja la ma na", "pa ba da ma na la ja ha"]
+    base = ScoredPool(
+        [{"key": f"k{i}", TEXTS: {ORIGINAL: t}} for i, t in enumerate(texts)],
+        np.array([True, False, True]),
+        {},
+    )
+    u = np.array([0.2, 0.1, 0.7])
+    rows = typo_level_rows(base, u, 0.5, build_rewriter(template, 0), template.part("w_classifier"))
+    # Only the first example is W=1 with u below the share: its original gets two typos.
+    assert [r[TEXTS][ORIGINAL].split().count("ga") for r in rows] == [2, 0, 0]
+    assert rows[1][TEXTS][ORIGINAL] == texts[1] and rows[2][TEXTS][ORIGINAL] == texts[2]
+    first = rows[0][TEXTS]
+    # The perfect rewrite keeps the typos; the rewriter's outputs have corrected them.
+    assert first[PERFECT].split().count("ga") == 2 and first[PERFECT].split()[0] == "he"
+    assert "ga" not in first[REWRITE].split() and "ga" not in first[REWRITTEN].split()
+    assert first[REWRITTEN].split()[0] == "pa"
 
 
 @pytest.mark.slow

@@ -142,6 +142,28 @@ def inject_typos(text: str, key: str, token: str, counterpart: str) -> str:
     return " ".join(toks)
 
 
+def typo_level_rows(base: ScoredPool, u: np.ndarray, share: float, rewriter, rule) -> list[dict]:
+    """The rows of one level of the typo sweep: each W=1 example with ``u`` below ``share``
+    typo'd, then rewritten, rewritten back and perfectly rewritten."""
+    rows = []
+    for j, row in enumerate(base.rows):
+        text = row[TEXTS][ORIGINAL]
+        if base.w[j] and u[j] < share:
+            text = inject_typos(text, row["key"], rule.token, rule.counterpart)
+        w = bool(base.w[j])
+        first = RewriteRequest(f"{row['key']}/rewrite", text, not w, "")
+        r = rewriter.rewrite([first])[0]
+        rr = rewriter.rewrite([RewriteRequest(f"{row['key']}/rewritten_rewrite", r, w, "")])[0]
+        comps = {
+            ORIGINAL: text,
+            REWRITE: r,
+            REWRITTEN: rr,
+            PERFECT: rewriter.counterfactual([first])[0],
+        }
+        rows.append({**row, TEXTS: comps})
+    return rows
+
+
 def typo_sweep(pool: ScoredPool, n: int, seed: int, world: Path) -> dict[str, dict]:
     """Experiment (b): one sample of n, typos in a growing share of its W=1 examples."""
     template = load_dataset_template(TEMPLATE)
@@ -153,22 +175,7 @@ def typo_sweep(pool: ScoredPool, n: int, seed: int, world: Path) -> dict[str, di
     points: dict[str, list] = {s: [] for s in pool.scores}
     shares = [i / 10 for i in LEVELS]
     for share in progress(shares, "typo sweep", len(shares)):
-        rows = []
-        for j, row in enumerate(base.rows):
-            text = row[TEXTS][ORIGINAL]
-            if base.w[j] and u[j] < share:
-                text = inject_typos(text, row["key"], rule.token, rule.counterpart)
-            w = bool(base.w[j])
-            first = RewriteRequest(f"{row['key']}/rewrite", text, not w, "")
-            r = rewriter.rewrite([first])[0]
-            rr = rewriter.rewrite([RewriteRequest(f"{row['key']}/rewritten_rewrite", r, w, "")])[0]
-            comps = {
-                ORIGINAL: text,
-                REWRITE: r,
-                REWRITTEN: rr,
-                PERFECT: rewriter.counterfactual([first])[0],
-            }
-            rows.append({**row, TEXTS: comps})
+        rows = typo_level_rows(base, u, share, rewriter, rule)
         scores = score_rows_with(rows, list(pool.scores), world)
         level_pool = ScoredPool(rows, base.w, scores)
         for scorer in pool.scores:

@@ -22,7 +22,7 @@ STAGE = $(if $(PARTITION),$(VENV)/bin/rate submit $(1) $(WAIT_FLAG),$(VENV)/bin/
 .DEFAULT_GOAL := help
 .PHONY: help setup demo audit-demo demo-text test test-fast fixture bench lint format clean \
 	create_dataset score_dataset treatment_effects plots pipeline sweep smoke synthetic semisynthetic-text coverage validate \
-	faults matrix release-study sweep-study tilt-study gpu-check
+	faults matrix release-study sweep-study tilt-study frontier-study gpu-check
 
 help: ## list the targets and the variables they take
 	@echo "Targets:"
@@ -123,6 +123,9 @@ sweep-study: $(STAMP) ## the recipe sweep with our correction (after release-stu
 tilt-study: $(STAMP) ## the tilt forecast's signs against the oracle's pi_beta (WORLD=dir, WRAPPER=file.py, PROPOSALS)
 	$(VENV)/bin/rate study tilt --world $(STUDY_WORLD) $(if $(WRAPPER),--wrapper $(WRAPPER)) \
 		$(if $(MAX_N),--max-n $(MAX_N)) $(foreach p,$(PROPOSALS),--proposal $(p)) --out experiments/tilt
+
+frontier-study: $(STAMP) ## the best true quality the gold labels can still certify (WORLD=dir)
+	$(VENV)/bin/rate study frontier --world $(STUDY_WORLD) --out $(RELEASE_OUT)/frontier
 
 test: $(STAMP) ## run the full test suite, slow tests included (what CI runs)
 	$(PY) -m pytest

@@ -40,6 +40,7 @@ ALLOWED = {
     "rate.studies.release",  # the release study: RL runs judged by their true quality
     "rate.studies.certify",  # certification coverage: intervals against the true quality
     "rate.studies.tilt",  # the tilt forecast's acceptance study: against the oracle's pi_beta
+    "rate.studies.frontier",  # the best true quality that gold labels can still certify
 }
 MUST_STAY_BLIND = [
     "rate.tinyrlhf.rl",

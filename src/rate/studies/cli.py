@@ -124,6 +124,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     ti.set_defaults(func=cmd_tilt_study)
 
+    fr = study.add_parser(
+        "frontier",
+        help="the highest true quality a policy can reach while gold labels can still certify it",
+    )
+    fr.add_argument("--world", type=Path, required=True, help="a built world")
+    fr.add_argument("--prompts", type=int, default=128, help="fresh prompts per family")
+    fr.add_argument("--per-prompt", type=int, default=4096, help="reference samples per prompt")
+    fr.add_argument(
+        "--gold-per-family", type=int, help="gold rows per family (default: the world's gold set)"
+    )
+    fr.add_argument("--bootstrap", type=int, default=200, help="resamples of the prompts")
+    fr.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        metavar="NAME=DIR",
+        help="a policy to set beside the best true quality at its own KL; repeat for more",
+    )
+    fr.add_argument("--per-family", type=int, default=500, help="a policy's evaluation prompts")
+    fr.add_argument("--out", type=Path, required=True, help="folder for frontier.{json,md}")
+    fr.set_defaults(func=cmd_frontier)
+
     for q in (c, s):
         q.add_argument("--world", type=Path, help="default: PROJECT_DIR/tinyrlhf/world")
         q.add_argument("--small", action="store_true", help="the small world (for tests)")
@@ -358,4 +380,32 @@ def cmd_tilt_study(args: argparse.Namespace) -> int:
     atomic_write_text(args.out / "tilt_study.md", table)
     print(table)
     print(f"wrote {args.out}/tilt_study.json, .md and the forecast's report in forecast/")
+    return 0
+
+
+def cmd_frontier(args: argparse.Namespace) -> int:
+    from rate.certify.cli import named_paths
+    from rate.errors import ConfigError
+    from rate.io import atomic_write_json, atomic_write_text
+    from rate.studies.frontier import frontier_study, markdown
+
+    policies = named_paths(args.policy) if args.policy else {}
+    for name in ("prompts", "per_prompt", "per_family"):
+        if getattr(args, name) < 1:
+            raise ConfigError(f"--{name.replace('_', '-')}: give a number >= 1")
+    if args.bootstrap < 0:
+        raise ConfigError("--bootstrap: give a number >= 0 (0 or 1: no SE)")
+    study = frontier_study(
+        args.world,
+        args.prompts,
+        args.per_prompt,
+        args.gold_per_family,
+        bootstrap=args.bootstrap,
+        policies=policies,
+        per_family=args.per_family,
+    )
+    table = markdown(study)
+    atomic_write_json(args.out / "frontier.json", study)
+    atomic_write_text(args.out / "frontier.md", table)
+    print(table, end="")
     return 0

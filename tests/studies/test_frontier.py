@@ -196,3 +196,19 @@ def test_bad_frontier_settings_are_one_line_errors(small_world, tmp_path, capsys
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
     assert not (tmp_path / "o").exists()
+
+
+def test_a_second_frontier_study_into_a_busy_folder_stops_at_once(small_world, tmp_path, capsys):
+    from rate.errors import RateError
+    from rate.io import folder_lock
+
+    out = tmp_path / "o"
+
+    def busy(pid: str) -> RateError:
+        return RateError(pid)
+
+    with folder_lock(out, busy):
+        argv = ["study", "frontier", "--world", str(small_world), "--out", str(out)]
+        assert main([*argv, "--prompts", "2", "--per-prompt", "8"]) != 0
+    assert "another frontier study" in capsys.readouterr().err
+    assert not (out / "frontier.json").exists()

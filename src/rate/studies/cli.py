@@ -385,9 +385,9 @@ def cmd_tilt_study(args: argparse.Namespace) -> int:
 
 def cmd_frontier(args: argparse.Namespace) -> int:
     from rate.certify.cli import named_paths
-    from rate.errors import ConfigError
-    from rate.io import atomic_write_json, atomic_write_text
-    from rate.studies.frontier import frontier_study, markdown
+    from rate.errors import BusyError, ConfigError
+    from rate.io import atomic_write_json, atomic_write_text, folder_lock
+    from rate.studies.frontier import check_gold_rows, frontier_study, markdown
 
     policies = named_paths(args.policy) if args.policy else {}
     for name in ("prompts", "per_prompt", "per_family"):
@@ -395,17 +395,24 @@ def cmd_frontier(args: argparse.Namespace) -> int:
             raise ConfigError(f"--{name.replace('_', '-')}: give a number >= 1")
     if args.bootstrap < 0:
         raise ConfigError("--bootstrap: give a number >= 0 (0 or 1: no SE)")
-    study = frontier_study(
-        args.world,
-        args.prompts,
-        args.per_prompt,
-        args.gold_per_family,
-        bootstrap=args.bootstrap,
-        policies=policies,
-        per_family=args.per_family,
+    if args.gold_per_family is not None:
+        check_gold_rows(args.gold_per_family)  # before the lock makes the folder
+    busy = lambda pid: BusyError(  # noqa: E731
+        f"{args.out}: another frontier study (pid {pid}) is writing here; wait for it to "
+        "finish or choose another --out"
     )
-    table = markdown(study)
-    atomic_write_json(args.out / "frontier.json", study)
-    atomic_write_text(args.out / "frontier.md", table)
+    with folder_lock(args.out, busy):
+        study = frontier_study(
+            args.world,
+            args.prompts,
+            args.per_prompt,
+            args.gold_per_family,
+            bootstrap=args.bootstrap,
+            policies=policies,
+            per_family=args.per_family,
+        )
+        table = markdown(study)
+        atomic_write_json(args.out / "frontier.json", study)
+        atomic_write_text(args.out / "frontier.md", table)
     print(table, end="")
     return 0

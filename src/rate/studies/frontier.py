@@ -181,6 +181,16 @@ def bootstrap_kl_bound(
     return np.asarray(out)
 
 
+def check_gold_rows(n_gold: int) -> None:
+    """A one-line error when no policy at all is certifiable from ``n_gold`` rows a family."""
+    if n_gold <= SUPPORT_MIN:
+        # n * exp(-KL) >= SUPPORT_MIN is out of reach even at KL 0.
+        raise ConfigError(
+            f"--gold-per-family: certification needs more than {SUPPORT_MIN:g} gold rows per "
+            f"family, got {n_gold}"
+        )
+
+
 def frontier_study(
     world: Path,
     prompts: int = 128,
@@ -205,12 +215,7 @@ def frontier_study(
     if n_gold is None:
         gold = load_gold(world)
         n_gold = min(int((gold.families == FAMILY_ID[f]).sum()) for f in families)
-    if n_gold <= SUPPORT_MIN:
-        # With n * exp(-KL) >= SUPPORT_MIN out of reach even at KL 0, no policy is certifiable.
-        raise ConfigError(
-            f"--gold-per-family: certification needs more than {SUPPORT_MIN:g} gold rows per "
-            f"family, got {n_gold}"
-        )
+    check_gold_rows(n_gold)
     generator = torch.Generator().manual_seed(seed)
     rng = np.random.default_rng(seed)
     out: dict = {

@@ -129,6 +129,15 @@ def test_the_family_frontier_where_the_kl_floor_binds():
     assert row["reference_quality"] < c["quality"] <= q + 1e-9
 
 
+def test_a_certificate_asked_of_more_gold_sets_allows_a_weaker_policy():
+    # An ESS floor of 30 of 40 rows binds long before the KL floor (KL <= log(40 / 15)).
+    p = random_prompts(30, 2)
+    loose = family_frontier(p, n_gold=40, ess_min=30, sets=400, share=0.5)["certifiable"]
+    strict = family_frontier(p, n_gold=40, ess_min=30, sets=400, share=0.9)["certifiable"]
+    assert strict["share_certifiable"] >= 0.9 and loose["share_certifiable"] >= 0.5
+    assert strict["quality"] < loose["quality"] and strict["kl"] < loose["kl"]
+
+
 def test_the_family_frontier_where_the_best_answer_is_within_the_floor():
     # q = 1 has probability 1/2: all the weight there costs KL log 2 < log(100 / 15).
     row = family_frontier(distribution(k0=0.5, k8=0.5), n_gold=100, sets=200)
@@ -169,6 +178,7 @@ def test_the_frontier_on_the_small_world(small_world, tmp_path):
         assert row["kl"] > 0.01 and row["quality"] < row["best_at_kl"] + 0.05
     assert run["quality"] < run["best_at_kl"]
     bal = study["balanced"]
+    assert bal["share_all_certify"] >= 0.5
     assert bal["kl_bound"] == pytest.approx(
         np.mean([r["kl_bound"]["quality"] for r in study["families"].values()])
     )

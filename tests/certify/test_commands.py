@@ -143,6 +143,63 @@ def test_the_label_free_screen_reads_no_label(small_world, monkeypatch):
     assert np.isfinite(before["corrected_reward"]) and before["min_ess"] > 0
 
 
+def rows(*decisions: tuple[float, str]) -> list[dict]:
+    return [{"kl_coef": kl, "decision": d} for kl, d in decisions]
+
+
+def test_the_refined_kl_lies_at_the_edge_of_what_can_be_certified():
+    from rate.certify.recipes import refined_kl
+
+    # 0.1 certifiable, 0.05 not: the geometric midpoint, sqrt(0.005) = 0.0707...
+    grid = rows((0.2, "certifiable"), (0.1, "certifiable"), (0.05, "abstain"), (0.03, "abstain"))
+    assert refined_kl(grid, "certifiable") == 0.0707
+    # The edge moves with what the added run showed: 0.0707 certifiable at one checkpoint.
+    grid += rows((0.0707, "abstain"), (0.0707, "certifiable"))
+    assert refined_kl(grid, "certifiable") == 0.0595  # sqrt(0.0707 * 0.05) = 0.05946
+    # Nothing qualifies, or nothing was tried below the edge: no edge to refine.
+    assert refined_kl(rows((0.1, "abstain"), (0.05, "abstain")), "certifiable") is None
+    assert refined_kl(rows((0.1, "ship"), (0.05, "ship")), "ship") is None
+    # A kl_coef of 0 below the edge: the plain midpoint.
+    assert refined_kl(rows((0.02, "ship"), (0.0, "hold")), "ship") == 0.01
+    # Once the midpoint rounds onto a kl_coef tried, refining stops.
+    assert refined_kl(rows((0.1, "certifiable"), (0.0999, "abstain")), "certifiable") is None
+
+
+def test_the_sweep_refines_at_the_edge(small_world, tmp_path, monkeypatch):
+    """With a screen that certifies kl_coef >= 0.07 only, three refinements train 0.0707 (which
+    qualifies) then 0.0595 and 0.0649 (which do not), and the choice is among all the runs."""
+    from rate.certify import recipes
+
+    def screen(world, path, wrapper, settings):
+        run = path.parent if path.name == "checkpoint" else path.parent.parent
+        kl = float(run.name.removeprefix("kl").split("-s")[0])
+        ok = kl >= 0.07
+        reward = 1.0 - kl + 0.001 * int(str(path).endswith("checkpoint"))
+        return {"decision": "certifiable" if ok else "abstain", "reasons": [],
+                "corrected_reward": reward, "min_ess": 50.0 if ok else 5.0}  # fmt: skip
+
+    monkeypatch.setattr(recipes, "label_free_screen", screen)
+    monkeypatch.setattr(recipes, "certify_policy", lambda *a, **k: {
+        "balanced": {"dr": {"estimate": 0.5, "low": 0.4, "high": 0.6},
+                     "dr_gain": {"estimate": 0.1}},
+        "verdict": {"decision": "ship", "reasons": []}, "per_family": {},
+    })  # fmt: skip
+    out = tmp_path / "sweep"
+    result = recipes.recipe_sweep(small_world, out, [0.1, 0.05], 4, 2, None, jobs=1, refine=3)
+    assert result["refined"] == [0.0707, 0.0595, 0.0649]
+    assert sorted({c["kl_coef"] for c in result["candidates"]}, reverse=True) == [
+        0.1, 0.0707, 0.0649, 0.0595, 0.05,
+    ]  # fmt: skip
+    assert (out / "kl0.0707-s4" / "checkpoint" / "policy.safetensors").is_file()
+    assert result["chosen"]["kl_coef"] == 0.0707 and result["chosen"]["step"] == 4
+    assert "kl_coef 0.0707, 0.0595, 0.0649" in recipes.markdown(result)
+    # A rerun reuses every run, the refined ones too.
+    stamp = (out / "kl0.0595-s4" / "checkpoint" / "policy.safetensors").stat().st_mtime_ns
+    again = recipes.recipe_sweep(small_world, out, [0.1, 0.05], 4, 2, None, jobs=1, refine=3)
+    assert again["refined"] == result["refined"]
+    assert (out / "kl0.0595-s4" / "checkpoint" / "policy.safetensors").stat().st_mtime_ns == stamp
+
+
 def test_the_release_study_and_the_coverage_harness(small_world, tmp_path):
     out = run_rate(
         ["study", "release", "--world", str(small_world), "--out", str(tmp_path / "rel"),

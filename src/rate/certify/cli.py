@@ -98,6 +98,14 @@ def register(tiny: argparse._SubParsersAction) -> None:
         default="label-free",
         help="how the checkpoint is chosen (default: label-free)",
     )
+    s.add_argument(
+        "--refine",
+        type=int,
+        default=0,
+        help="up to N more runs, each at the geometric midpoint between the smallest kl_coef "
+        "with a checkpoint that qualifies and the next smaller one (the edge of what the gold "
+        "set can certify, where the best certifiable checkpoints lie); default 0",
+    )
     add_jobs_argument(s, "kl_coef runs trained")
     _settings_arguments(s)
     s.set_defaults(func=cmd_sweep)
@@ -145,9 +153,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise ConfigError(f"--kl: give kl_coef values >= 0, got {args.kl!r}")
     if args.steps < 1 or args.save_every < 0:
         raise ConfigError("--steps must be >= 1 and --save-every >= 0")
+    if args.refine < 0:
+        raise ConfigError(f"--refine: give a number of runs >= 0, got {args.refine}")
     result = recipe_sweep(
         args.world, args.out, kls, args.steps, args.save_every, args.wrapper,
-        args.seed, _settings(args), args.selection, args.jobs,
+        args.seed, _settings(args), args.selection, args.jobs, args.refine,
     )  # fmt: skip
     table = markdown(result)
     atomic_write_text(args.out / "sweep.md", table)

@@ -5,6 +5,12 @@ RL over a grid of kl_coef x steps (one run per kl_coef, checkpoints every ``save
 Two ways to choose (:func:`recipe_sweep`): without reading a label (the default; the whole gold
 set then certifies the choice), or by certification on a selection half of the gold set (the
 other half certifies the choice).
+
+The checkpoints that gain most are those that moved furthest, just inside the edge of what the
+gold set can certify; a coarse grid of kl_coef can step over that edge. ``refine`` adds runs
+there: the geometric midpoint between the smallest kl_coef with a qualifying checkpoint and
+the next smaller one, as many times as asked. It reads what chose the checkpoints anyway (the
+screen, or the selection half), so the choice stays held out from the gold that certifies it.
 """
 
 from __future__ import annotations
@@ -49,6 +55,26 @@ def checkpoints_of(run: Path) -> dict[int, Path]:
 
 
 SELECTIONS = ("label-free", "split")
+QUALIFIES = {"label-free": "certifiable", "split": "ship"}  # a candidate's decision that counts
+
+
+def refined_kl(candidates: list[dict], qualifies: str) -> float | None:
+    """The kl_coef to try next: the geometric midpoint (3 significant digits) between the
+    smallest kl_coef with a qualifying checkpoint and the next smaller one tried, where the
+    edge of what can be certified lies; the plain midpoint when that one is 0. None when no
+    kl_coef qualifies, none below it was tried, or the midpoint was tried already."""
+    tried = {c["kl_coef"] for c in candidates}
+    good = [c["kl_coef"] for c in candidates if c["decision"] == qualifies]
+    if not good:
+        return None
+    edge = min(good)
+    below = [k for k in tried if k < edge]
+    if not below:
+        return None
+    nearest = max(below)
+    mid = (edge * nearest) ** 0.5 if nearest > 0 else edge / 2
+    mid = float(f"{mid:.3g}")
+    return None if mid in tried or not nearest < mid < edge else mid
 
 
 def label_free_screen(
@@ -97,6 +123,7 @@ def recipe_sweep(
     settings: CertifySettings | None = None,
     selection: str = "label-free",
     jobs: int | None = None,
+    refine: int = 0,
 ) -> dict:
     """Train (or reuse) one run per kl_coef under ``out/`` (``jobs`` at a time), screen or
     certify every checkpoint, choose one and certify it on gold that nothing that chose it has
@@ -108,6 +135,8 @@ def recipe_sweep(
     gold set, the best lower bound among those passing the guardrails wins, and the other half
     certifies it (each half has half the ESS, which the tiny world's 100 labels per family
     cannot spare: nothing passed on a half in the default world's sweep).
+
+    ``refine``: at most that many more runs, each at :func:`refined_kl` of what was screened.
     """
     if selection not in SELECTIONS:
         raise ConfigError(f"--selection: one of {', '.join(SELECTIONS)}, got {selection!r}")
@@ -126,9 +155,9 @@ def recipe_sweep(
         # The runs train first, ``jobs`` at a time, each on one thread (rate.parallel).
         tasks = [(world, out, kl, steps, save_every, wrapper, seed) for kl in kl_coefs]
         runs = dict(run_jobs(train_once, tasks, jobs))
-        candidates = []
-        for i, kl in enumerate(kl_coefs):
-            run = runs[i]
+
+        def screen(kl: float, run: Path) -> list[dict]:
+            rows = []
             for step, path in checkpoints_of(run).items():
                 row = {"kl_coef": kl, "step": step, "checkpoint": str(path)}
                 if selection == "label-free":
@@ -143,11 +172,25 @@ def recipe_sweep(
                         dr_gain=b["dr_gain"],
                         min_ess=b["min_ess"],
                     )
-                candidates.append(row)
+                rows.append(row)
+            return rows
+
+        candidates = [row for i, kl in enumerate(kl_coefs) for row in screen(kl, runs[i])]
+        refined = []
+        for _ in range(refine):
+            kl = refined_kl(candidates, QUALIFIES[selection])
+            if kl is None:
+                break
+            log.info("sweep: refining at kl_coef %g, by the edge of what can be certified", kl)
+            refined.append(kl)
+            task = (world, out, kl, steps, save_every, wrapper, seed)
+            candidates += screen(kl, dict(run_jobs(train_once, [task], 1))[0])
+        candidates.sort(key=lambda c: (-c["kl_coef"], c["step"]))
         chosen, uncertified = choose(candidates, selection)
         result = {
             "world": str(world),
             "kl_coefs": kl_coefs,
+            "refined": refined,
             "steps": steps,
             "save_every": save_every,
             "seed": seed,
@@ -200,11 +243,11 @@ def train_once(
 
 def choose(candidates: list[dict], selection: str) -> tuple[dict | None, dict | None]:
     """(the choice, or None; the best candidate when none qualifies, which is not certified)."""
+    qualifies = QUALIFIES[selection]
     if selection == "label-free":
-        qualifies, rank = "certifiable", lambda c: c["corrected_reward"]  # noqa: E731
-        best = rank
+        rank = best = lambda c: c["corrected_reward"]  # noqa: E731
     else:
-        qualifies, rank = "ship", lambda c: c["dr"]["low"]  # noqa: E731
+        rank = lambda c: c["dr"]["low"]  # noqa: E731
         best = lambda c: c["dr"]["estimate"]  # noqa: E731
     passing = [c for c in candidates if c["decision"] == qualifies]
     if passing:
@@ -238,6 +281,9 @@ def markdown(result: dict) -> str:
             f"| {c['kl_coef']:g} | {c['step']} | {c['decision']}{mark} | {value} | "
             f"{c['min_ess']:.1f} |"
         )
+    if result.get("refined"):
+        kls = ", ".join(f"{k:g}" for k in result["refined"])
+        lines += ["", f"Runs added at the edge of what can be certified (--refine): kl_coef {kls}."]
     if result["chosen"] is None:
         what = (
             "could support a certificate"

@@ -235,3 +235,8 @@ def test_the_release_study_and_the_coverage_harness(small_world, tmp_path):
     assert s["dr_coverage_where_answered"] == pytest.approx(
         sum(c["dr_covered"] for c in cells.values()) / answered, abs=1e-4
     )
+    for c in cells.values():
+        # Misses below the truth are some of the misses; the signed error is within the abs.
+        assert 0 <= c["dr_missed_low"] <= c["sets"] - c["abstained"] - c["dr_covered"]
+        if c["dr_mean_error"] is not None:
+            assert abs(c["dr_mean_error"]) <= c["dr_mean_abs_error"] + 1e-4

@@ -121,8 +121,8 @@ def coverage_study(
                     c = cells.setdefault(
                         f"{name}/{cell}",
                         {"policy": name, "cell": cell, "true_quality": true_q, "true_kl": kl,
-                         "sets": 0, "abstained": 0, "dr_covered": 0, "snips_covered": 0,
-                         "dr_abs_error": []},
+                         "sets": 0, "abstained": 0, "dr_covered": 0, "dr_missed_low": 0,
+                         "snips_covered": 0, "dr_error": []},
                     )  # fmt: skip
                     c["sets"] += 1
                     c["snips_covered"] += row["snips"]["low"] <= true_q <= row["snips"]["high"]
@@ -130,10 +130,14 @@ def coverage_study(
                         c["abstained"] += 1
                         continue
                     c["dr_covered"] += row["dr"]["low"] <= true_q <= row["dr"]["high"]
-                    c["dr_abs_error"].append(abs(row["dr"]["estimate"] - true_q))
+                    # A miss below the truth understates the gain: it can hold a good policy
+                    # back, never ship a bad one.
+                    c["dr_missed_low"] += row["dr"]["high"] < true_q
+                    c["dr_error"].append(row["dr"]["estimate"] - true_q)
         for c in cells.values():
-            errors = c.pop("dr_abs_error")
-            c["dr_mean_abs_error"] = round(float(np.mean(errors)), 4) if errors else None
+            errors = np.asarray(c.pop("dr_error"))
+            c["dr_mean_error"] = round(float(errors.mean()), 4) if errors.size else None
+            c["dr_mean_abs_error"] = round(float(np.abs(errors).mean()), 4) if errors.size else None
         return {
             "world": str(world),
             "wrapper": str(wrapper) if wrapper else None,
@@ -194,15 +198,16 @@ def markdown(study: dict) -> str:
         f"| the analyst's SNIPS coverage, all cells | {s['snips_coverage_all']} |",
         f"| the analyst's SNIPS coverage, KL <= {FAR_KL:g} | {s['snips_coverage_near']} |",
         "",
-        "| policy | cell | true quality | true KL | abstained | DR covered | SNIPS covered | "
-        "DR mean abs error |",
-        "|---|---|---|---|---|---|---|---|",
+        "| policy | cell | true quality | true KL | abstained | DR covered | DR interval below "
+        "the truth | SNIPS covered | DR mean error | DR mean abs error |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in study["cells"]:
         answered = c["sets"] - c["abstained"]
         lines.append(
             f"| {c['policy']} | {c['cell']} | {c['true_quality']:.3f} | {c['true_kl']:.2f} | "
             f"{c['abstained']}/{c['sets']} | {c['dr_covered']}/{answered} | "
-            f"{c['snips_covered']}/{c['sets']} | {c['dr_mean_abs_error']} |"
+            f"{c['dr_missed_low']} | {c['snips_covered']}/{c['sets']} | "
+            f"{c['dr_mean_error']} | {c['dr_mean_abs_error']} |"
         )
     return "\n".join(lines) + "\n"

@@ -117,7 +117,7 @@ release-study: $(STAMP) ## no, ridge, our and the oracle correction, R1 and R2, 
 RELEASE_OUT = $(PROJECT_DIR)/release_study/$(notdir $(abspath $(STUDY_WORLD)))
 sweep-study: $(STAMP) ## the recipe sweep with our correction (after release-study), its choice against the truth (WORLD=dir)
 	$(VENV)/bin/rate tinyrlhf sweep --world $(STUDY_WORLD) --wrapper $(RELEASE_OUT)/wrappers/ours.py \
-		--kl 0.2,0.1,0.05,0.03 --steps 1200 --save-every 200 --refine 2 --out $(RELEASE_OUT)/sweep
+		--kl 0.2,0.1,0.05,0.03 --steps 1200 --save-every 200 --refine 3 --out $(RELEASE_OUT)/sweep
 	$(VENV)/bin/rate study sweep-truth --world $(STUDY_WORLD) --sweep $(RELEASE_OUT)/sweep
 
 tilt-study: $(STAMP) ## the tilt forecast's signs against the oracle's pi_beta (WORLD=dir, WRAPPER=file.py, PROPOSALS)

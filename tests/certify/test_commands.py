@@ -165,6 +165,17 @@ def test_the_refined_kl_lies_at_the_edge_of_what_can_be_certified():
     assert refined_kl(rows((0.1, "certifiable"), (0.0999, "abstain")), "certifiable") is None
 
 
+def test_a_negative_refine_is_a_one_line_error(small_world, tmp_path):
+    out = run_rate(
+        ["tinyrlhf", "sweep", "--world", str(small_world), "--refine", "-1",
+         "--out", str(tmp_path / "sweep")],
+        tmp_path,
+        check=False,
+    )  # fmt: skip
+    assert out.returncode != 0 and "--refine: give a number of runs >= 0, got -1" in out.stderr
+    assert "Traceback" not in out.stderr and not (tmp_path / "sweep").exists()
+
+
 def test_the_sweep_refines_at_the_edge(small_world, tmp_path, monkeypatch):
     """With a screen that certifies kl_coef >= 0.07 only, three refinements train 0.0707 (which
     qualifies) then 0.0595 and 0.0649 (which do not), and the choice is among all the runs."""

@@ -222,3 +222,14 @@ def test_a_second_frontier_study_into_a_busy_folder_stops_at_once(small_world, t
         assert main([*argv, "--prompts", "2", "--per-prompt", "8"]) != 0
     assert "another frontier study" in capsys.readouterr().err
     assert not (out / "frontier.json").exists()
+
+
+def test_a_policy_folder_that_is_not_one_stops_the_study_before_any_sampling(
+    small_world, tmp_path, capsys
+):
+    out = tmp_path / "o"
+    argv = ["study", "frontier", "--world", str(small_world), "--out", str(out)]
+    assert main([*argv, "--policy", f"x={tmp_path / 'nowhere'}"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nowhere: not a policy directory" in err[0]
+    assert not (out / "frontier.json").exists()

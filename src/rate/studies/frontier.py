@@ -39,6 +39,7 @@ from rate.progress import progress
 from rate.tinyrlhf.data import pool_from_records, require_world
 from rate.tinyrlhf.evaluate import evaluate_policy, load_oracle
 from rate.tinyrlhf.models import Policy, load_policy
+from rate.tinyrlhf.oracle import Oracle
 from rate.tinyrlhf.prompts import make_prompts
 from rate.tinyrlhf.sampling import sample
 from rate.tinyrlhf.vocab import FAMILIES, FAMILY_ID, RESPONSE_LEN
@@ -51,18 +52,21 @@ SIMULATED_GOLD_SETS = 2000
 
 
 def correct_count_distribution(
-    world: Path, family: str, prompts: int, per_prompt: int, generator: torch.Generator
+    oracle: Oracle,
+    reference: Policy,
+    family: str,
+    prompts: int,
+    per_prompt: int,
+    generator: torch.Generator,
 ) -> np.ndarray:
     """Per fresh prompt of ``family``: the reference's distribution of the number of correct
     positions, from ``per_prompt`` temperature-1 samples, shape (prompts, RESPONSE_LEN + 1)."""
-    oracle, _ = load_oracle(world)
-    policy = load_policy(world / "policy")
     pool = pool_from_records(make_prompts({family: prompts}, "frontier", generator, shuffle=False))
     counts = np.zeros((prompts, RESPONSE_LEN + 1))
     rows = max(1, 32_768 // per_prompt)  # prompts per batch: ~32k responses at a time
     for start in range(0, prompts, rows):
         x = pool.tokens[start : start + rows]
-        y = sample(policy, x, 1.0, generator, repeats=per_prompt).responses
+        y = sample(reference, x, 1.0, generator, repeats=per_prompt).responses
         k = oracle.correct(x.repeat_interleave(per_prompt, 0), y).sum(-1).view(len(x), -1)
         for j, row in enumerate(k.numpy()):
             counts[start + j] = np.bincount(row, minlength=RESPONSE_LEN + 1)
@@ -219,6 +223,8 @@ def frontier_study(
         gold = load_gold(world)
         n_gold = min(int((gold.families == FAMILY_ID[f]).sum()) for f in families)
     check_gold_rows(n_gold)
+    oracle, _ = load_oracle(world)
+    reference = load_policy(world / "policy")
     generator = torch.Generator().manual_seed(seed)
     rng = np.random.default_rng(seed)
     # Every family must pass for the balanced mix to be certified: each family's gold set
@@ -237,7 +243,7 @@ def frontier_study(
     distributions = {}
     for fam in progress(families, "certifiable frontier", len(families)):
         p = distributions[fam] = correct_count_distribution(
-            world, fam, prompts, per_prompt, generator
+            oracle, reference, fam, prompts, per_prompt, generator
         )
         row = family_frontier(p, n_gold, seed=seed, share=share)
         spread = bootstrap_kl_bound(p, row["kl_floor"], bootstrap, rng)
@@ -260,7 +266,7 @@ def frontier_study(
     out["policies"] = {
         name: {
             "folder": str(policies[name]),
-            **place_policy(world, policy, distributions, per_family),
+            **place_policy(oracle, reference, policy, distributions, per_family),
         }
         for name, policy in loaded.items()
     }
@@ -268,13 +274,15 @@ def frontier_study(
 
 
 def place_policy(
-    world: Path, policy: Policy, distributions: dict[str, np.ndarray], per_family: int
+    oracle: Oracle,
+    reference: Policy,
+    policy: Policy,
+    distributions: dict[str, np.ndarray],
+    per_family: int,
 ) -> dict:
     """Per family: the policy's true quality and KL to the reference (``per_family`` fresh
     prompts), and the best true quality any policy reaches at that KL: how much of the room its
     KL buys, whatever certifies it."""
-    oracle, _ = load_oracle(world)
-    reference = load_policy(world / "policy")
     report = evaluate_policy(policy, oracle, reference=reference, per_family=per_family)
     rows = {}
     for fam, p in distributions.items():

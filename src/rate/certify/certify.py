@@ -22,6 +22,7 @@ from rate.certify.estimators import (
     Interval,
     abstains,
     bootstrap_counts,
+    dr_covariates,
     dr_replicates,
     ess,
     folds_of,
@@ -141,8 +142,9 @@ def certify_inputs(inputs: dict[str, FamilyInputs], settings: CertifySettings = 
         ones, fresh_ones = np.ones((1, n)), np.ones((1, m))
         ref_reps = (counts @ x.y) / n
         snips_reps = snips_replicates(x.y, x.log_w, counts)
-        dr_point = float(dr_replicates(x.y, x.log_w, x.s, x.s_fresh, folds, ones, fresh_ones)[0])
-        dr_reps = dr_replicates(x.y, x.log_w, x.s, x.s_fresh, folds, counts, fresh_counts)
+        cov, fresh_cov = dr_covariates(x.s, x.log_w), dr_covariates(x.s_fresh, x.log_w_fresh)
+        dr_point = float(dr_replicates(x.y, x.log_w, cov, fresh_cov, folds, ones, fresh_ones)[0])
+        dr_reps = dr_replicates(x.y, x.log_w, cov, fresh_cov, folds, counts, fresh_counts)
         ref_point, snips_point = float(x.y.mean()), snips(x.y, x.log_w)
         kl = float(x.log_w_fresh.mean())
         ess_value = ess(x.log_w)

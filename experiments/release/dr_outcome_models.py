@@ -1,0 +1,91 @@
+"""The doubly robust estimate's outcome model, side by side on the same fresh gold sets.
+
+Reruns the certification coverage of given policies over fresh gold sets (seeds 20,000 on, as
+`rate study certify-coverage`), once for each outcome model:
+- shipped: y ~ a + b s + c log w (the corrected reward and the log weight);
+- reward-line: y ~ a + b s, the corrected reward's calibration line alone (rate before
+  2026-12-02: it ran low at the sweep's edge);
+- weighted-line: that line fitted by least squares weighted by the policy's importance weights
+  (so that it fits where the policy goes); it did not remove the low bias.
+Prints, per cell, coverage where it answers, misses below the truth, and the mean and mean
+absolute error; each model's study is saved under OUT/<model>/.
+
+    python experiments/release/dr_outcome_models.py WORLD WRAPPER OUT SETS NAME=CHECKPOINT ...
+        [--models shipped,reward-line,weighted-line]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+import rate.certify.certify as certify
+from rate.certify import estimators
+from rate.io import atomic_write_json
+from rate.studies.certify import coverage_study, markdown
+
+
+def reward_only(s: np.ndarray, log_w: np.ndarray) -> np.ndarray:
+    """The covariates of the calibration line alone: the corrected reward."""
+    return s
+
+
+def weighted_dr(y, log_w, covariates, fresh_covariates, folds, counts, fresh_counts):
+    """:func:`rate.certify.estimators.dr_replicates` with the model fitted under the weights."""
+    w = np.exp(log_w - log_w.max())
+    gold_x, fresh_x = estimators.outcome_design(covariates, fresh_covariates)
+    fresh_mean = (fresh_counts @ fresh_x) / fresh_counts.sum(1, keepdims=True)
+    total = np.zeros(counts.shape[0])
+    for k in np.unique(folds):
+        inside = folds == k
+        beta = estimators._least_squares(counts * ~inside * w, gold_x, y)
+        c = counts[:, inside]
+        wk = w[inside]
+        fitted = gold_x[inside] @ beta.T
+        with np.errstate(invalid="ignore", divide="ignore"):
+            residual = (c @ (wk * y[inside]) - np.einsum("rn,nr->r", c * wk, fitted)) / (c @ wk)
+        total += inside.sum() / len(y) * ((fresh_mean * beta).sum(1) + residual)
+    return total
+
+
+MODELS = {
+    "shipped": (certify.dr_replicates, certify.dr_covariates),
+    "reward-line": (certify.dr_replicates, reward_only),
+    "weighted-line": (weighted_dr, reward_only),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("world", type=Path)
+    parser.add_argument("wrapper", type=Path)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("sets", type=int)
+    parser.add_argument("policies", nargs="+", help="NAME=CHECKPOINT")
+    parser.add_argument("--models", default=",".join(MODELS))
+    args = parser.parse_args()
+    policies = {k: Path(v) for k, v in (a.split("=", 1) for a in args.policies)}
+    shipped = certify.dr_replicates, certify.dr_covariates
+    try:
+        for name in args.models.split(","):
+            # certify_inputs looks both up in its own module
+            certify.dr_replicates, certify.dr_covariates = MODELS[name]
+            study = coverage_study(args.world, policies, args.out / name, args.wrapper, args.sets)
+            atomic_write_json(args.out / name / "coverage.json", study)
+            (args.out / name / "coverage.md").write_text(markdown(study))
+            print(f"{name}: DR coverage where it answers {study['summary']}")
+            for c in study["cells"]:
+                answered = c["sets"] - c["abstained"]
+                print(
+                    f"{name}: {c['policy']} {c['cell']}: covers {c['dr_covered']}/{answered}, "
+                    f"{c['dr_missed_low']} below, mean error {c['dr_mean_error']}, "
+                    f"mean abs error {c['dr_mean_abs_error']}"
+                )
+    finally:
+        certify.dr_replicates, certify.dr_covariates = shipped
+
+
+if __name__ == "__main__":
+    main()

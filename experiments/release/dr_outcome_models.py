@@ -66,6 +66,11 @@ def main() -> None:
     parser.add_argument("policies", nargs="+", help="NAME=CHECKPOINT")
     parser.add_argument("--models", default=",".join(MODELS))
     args = parser.parse_args()
+    unknown = sorted(set(args.models.split(",")) - set(MODELS))
+    if unknown:
+        parser.error(f"--models: unknown {', '.join(unknown)}; choose from {', '.join(MODELS)}")
+    if not all("=" in a for a in args.policies):
+        parser.error("each policy is NAME=CHECKPOINT_DIR")
     policies = {k: Path(v) for k, v in (a.split("=", 1) for a in args.policies)}
     shipped = certify.dr_replicates, certify.dr_covariates
     try:

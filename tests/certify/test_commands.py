@@ -211,7 +211,7 @@ def test_the_sweep_refines_at_the_edge(small_world, tmp_path, monkeypatch):
     assert (out / "kl0.0595-s4" / "checkpoint" / "policy.safetensors").stat().st_mtime_ns == stamp
 
 
-def test_the_release_study_and_the_coverage_harness(small_world, tmp_path):
+def test_the_release_study_and_the_coverage_harness(small_world, tmp_path, monkeypatch):
     out = run_rate(
         ["study", "release", "--world", str(small_world), "--out", str(tmp_path / "rel"),
          "--seeds", "0", "--recipes", "R1", "--steps", "10", "--per-family", "40"],
@@ -251,3 +251,32 @@ def test_the_release_study_and_the_coverage_harness(small_world, tmp_path):
         assert 0 <= c["dr_missed_low"] <= c["sets"] - c["abstained"] - c["dr_covered"]
         if c["dr_mean_error"] is not None:
             assert abs(c["dr_mean_error"]) <= c["dr_mean_abs_error"] + 1e-4
+
+    # Each set's certificates were journalled as they were made: a header, then one line a set.
+    journal = tmp_path / "cov" / "sets.jsonl"
+    lines = journal.read_bytes().split(b"\n")
+    assert len(lines) == 5 and lines[-1] == b""  # header, 3 sets, the final newline
+    assert [json.loads(x)["seed"] for x in lines[1:4]] == [20_000, 20_001, 20_002]
+    # A kill in the middle of the third set's append: its line is cut off. The rerun drops the
+    # piece, certifies that set alone again and tallies the same as the whole first run.
+    journal.write_bytes(b"\n".join(lines[:3]) + b"\n" + lines[3][:40])
+    import rate.studies.certify as harness
+
+    drawn = []
+    real_fresh_gold = harness.fresh_gold
+    monkeypatch.setattr(harness, "fresh_gold", lambda *a: drawn.append(a[2]) or real_fresh_gold(*a))
+    again = coverage_study(
+        small_world, policies, tmp_path / "cov", None, sets=3, truth_per_family=200,
+        settings=CertifySettings(40, 100),
+    )  # fmt: skip
+    assert drawn == [20_002]
+    assert again["cells"] == cov["cells"]
+    assert journal.read_bytes() == b"\n".join(lines)
+    # A study with other settings never resumes from (or mixes into) this one's sets.
+    from rate.errors import RateError
+
+    with pytest.raises(RateError, match="another coverage study"):
+        coverage_study(
+            small_world, policies, tmp_path / "cov", None, sets=3, truth_per_family=200,
+            settings=CertifySettings(40, 101),
+        )  # fmt: skip

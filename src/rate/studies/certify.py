@@ -9,17 +9,28 @@ and the analyst's plain SNIPS interval (never abstaining) beside it.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import torch
 
 from rate.certify.certify import CertifySettings, certify_inputs, gather
-from rate.errors import BusyError
-from rate.io import atomic_write_json, folder_lock, read_json
+from rate.errors import BusyError, RateError
+from rate.io import (
+    atomic_write_bytes,
+    atomic_write_json,
+    folder_lock,
+    json_safe,
+    read_json,
+    write_error,
+)
 from rate.progress import progress
+from rate.store import git_commit
 from rate.tinyrlhf.data import LabelledSet, pool_from_records
 from rate.tinyrlhf.evaluate import evaluate_policy, load_oracle
 from rate.tinyrlhf.labels import expert_labels
@@ -37,6 +48,7 @@ FIRST_SEED = 20_000
 FAR_KL = 5.0  # cells this far from the reference must abstain
 COVERAGE_GOAL = (0.93, 0.97)
 ABSTAIN_GOAL = 0.95
+SETS_FILE = "sets.jsonl"  # every gold set's certificates, appended as the study goes
 
 
 def true_values(world: Path, policy_dir: Path, per_family: int, cache: Path) -> dict:
@@ -82,7 +94,10 @@ def coverage_study(
     settings: CertifySettings | None = None,
     first_seed: int = FIRST_SEED,
 ) -> dict:
-    """Certify every policy on ``sets`` fresh gold sets; tally coverage and abstention."""
+    """Certify every policy on ``sets`` fresh gold sets; tally coverage and abstention.
+
+    Each gold set's certificates are appended to ``out/sets.jsonl`` as soon as they are made,
+    so a study that is stopped resumes from the sets it finished."""
     world, out = Path(world), Path(out)
     with folder_lock(
         out,
@@ -97,47 +112,41 @@ def coverage_study(
             name: true_values(world, p, truth_per_family, out / "truth" / f"{name}.json")
             for name, p in policies.items()
         }
-        reference = load_policy(world / "policy")
-        rm = load_reward_model(world / "reward_model")
-        transform = load_reward_wrapper(wrapper) if wrapper else None
-        loaded = {name: load_policy(p) for name, p in policies.items()}
-        cells: dict[str, dict] = {}
-        for s in progress(range(sets), desc="gold sets", total=sets):
-            gold = fresh_gold(world, gold_per_family, first_seed + s)
-            for name, policy in loaded.items():
-                run = CertifySettings(**{**vars(settings), "seed": s})
-                report = certify_inputs(
-                    gather(policy, reference, rm, gold, transform, str(wrapper or ""), run), run
-                )
-                rows = {**report["per_family"], "balanced": report["balanced"]}
-                for cell, row in rows.items():
-                    t = truth[name]["per_family" if cell != "balanced" else "balanced"]
-                    true_q = t[cell]["quality"] if cell != "balanced" else t["quality"]
-                    kl = (
-                        t[cell]["kl"]
-                        if cell != "balanced"
-                        else max(truth[name]["per_family"][f]["kl"] for f in FAMILIES)
-                    )
-                    c = cells.setdefault(
-                        f"{name}/{cell}",
-                        {"policy": name, "cell": cell, "true_quality": true_q, "true_kl": kl,
-                         "sets": 0, "abstained": 0, "dr_covered": 0, "dr_missed_low": 0,
-                         "snips_covered": 0, "dr_error": []},
-                    )  # fmt: skip
-                    c["sets"] += 1
-                    c["snips_covered"] += row["snips"]["low"] <= true_q <= row["snips"]["high"]
-                    if row["abstain"]:
-                        c["abstained"] += 1
-                        continue
-                    c["dr_covered"] += row["dr"]["low"] <= true_q <= row["dr"]["high"]
-                    # A miss below the truth understates the gain: it can hold a good policy
-                    # back, never ship a bad one.
-                    c["dr_missed_low"] += row["dr"]["high"] < true_q
-                    c["dr_error"].append(row["dr"]["estimate"] - true_q)
-        for c in cells.values():
-            errors = np.asarray(c.pop("dr_error"))
-            c["dr_mean_error"] = round(float(errors.mean()), 4) if errors.size else None
-            c["dr_mean_abs_error"] = round(float(np.abs(errors).mean()), 4) if errors.size else None
+        header = {
+            "world": str(world),
+            "wrapper": str(wrapper) if wrapper else None,
+            "policies": {name: str(p) for name, p in policies.items()},
+            "gold_per_family": gold_per_family,
+            "settings": vars(settings),
+            "commit": git_commit(),
+        }
+        journal = SetsJournal(out / SETS_FILE, header)
+        done = {r["seed"]: r for r in journal.load()}
+        todo = [first_seed + s for s in range(sets) if first_seed + s not in done]
+        if done:
+            log.info(
+                "%s: %d of %d gold sets done before; resuming", journal.path, sets - len(todo), sets
+            )
+        if todo:
+            reference = load_policy(world / "policy")
+            rm = load_reward_model(world / "reward_model")
+            transform = load_reward_wrapper(wrapper) if wrapper else None
+            loaded = {name: load_policy(p) for name, p in policies.items()}
+            with journal:
+                for seed in progress(todo, desc="gold sets", total=len(todo)):
+                    gold = fresh_gold(world, gold_per_family, seed)
+                    record = {"seed": seed, "policies": {}}
+                    for name, policy in loaded.items():
+                        run = CertifySettings(**{**vars(settings), "seed": seed - first_seed})
+                        report = certify_inputs(
+                            gather(policy, reference, rm, gold, transform, str(wrapper or ""), run),
+                            run,
+                        )
+                        record["policies"][name] = certificate_cells(report)
+                    journal.append(record)
+                    done[seed] = record
+        records = [done[first_seed + s] for s in range(sets)]
+        cells = tally(records, truth)
         return {
             "world": str(world),
             "wrapper": str(wrapper) if wrapper else None,
@@ -145,10 +154,138 @@ def coverage_study(
             "first_seed": first_seed,
             "gold_per_family": gold_per_family,
             "settings": vars(settings),
-            "cells": list(cells.values()),
-            "summary": summarise(list(cells.values())),
+            "cells": cells,
+            "summary": summarise(cells),
             "seconds": round(time.perf_counter() - start, 1),
         }
+
+
+def certificate_cells(report: dict) -> dict:
+    """What the study keeps of one certificate, per cell: abstention, ESS (the smallest
+    family's for the balanced mix) and the DR and SNIPS intervals as [estimate, low, high]."""
+    rows = {**report["per_family"], "balanced": report["balanced"]}
+    return {
+        cell: {
+            "abstain": bool(row["abstain"]),
+            "ess": row["ess"] if cell != "balanced" else row["min_ess"],
+            "dr": [row["dr"][k] for k in ("estimate", "low", "high")],
+            "snips": [row["snips"][k] for k in ("estimate", "low", "high")],
+        }
+        for cell, row in rows.items()
+    }
+
+
+def tally(records: list[dict], truth: dict[str, dict]) -> list[dict]:
+    """Per cell (a policy's family or balanced mix), over the gold sets' certificates: how
+    often it abstained, how often the DR and SNIPS intervals covered the true quality, how
+    many DR misses lay below it, and the DR's mean and mean absolute error."""
+    cells: dict[str, dict] = {}
+    errors: dict[str, list[float]] = {}
+    for record in records:
+        for name, by_cell in record["policies"].items():
+            fams = truth[name]["per_family"]
+            for cell, row in by_cell.items():
+                balanced_ = cell == "balanced"
+                true_q = truth[name]["balanced"]["quality"] if balanced_ else fams[cell]["quality"]
+                kl = max(fams[f]["kl"] for f in FAMILIES) if balanced_ else fams[cell]["kl"]
+                key = f"{name}/{cell}"
+                c = cells.setdefault(
+                    key,
+                    {"policy": name, "cell": cell, "true_quality": true_q, "true_kl": kl,
+                     "sets": 0, "abstained": 0, "dr_covered": 0, "dr_missed_low": 0,
+                     "snips_covered": 0},
+                )  # fmt: skip
+                c["sets"] += 1
+                c["snips_covered"] += covers(row["snips"], true_q)
+                if row["abstain"]:
+                    c["abstained"] += 1
+                    continue
+                estimate, _, high = row["dr"]
+                c["dr_covered"] += covers(row["dr"], true_q)
+                # A miss below the truth understates the gain: it can hold a good policy
+                # back, never ship a bad one.
+                c["dr_missed_low"] += high is not None and high < true_q
+                if estimate is not None:
+                    errors.setdefault(key, []).append(estimate - true_q)
+    for key, c in cells.items():
+        e = np.asarray(errors.get(key, []))
+        c["dr_mean_error"] = round(float(e.mean()), 4) if e.size else None
+        c["dr_mean_abs_error"] = round(float(np.abs(e).mean()), 4) if e.size else None
+    return list(cells.values())
+
+
+def covers(interval: list, value: float) -> bool:
+    """Whether [estimate, low, high] holds ``value``; an interval that could not be computed
+    (null ends) never does."""
+    _, low, high = interval
+    return low is not None and high is not None and low <= value <= high
+
+
+class SetsJournal:
+    """The study's certificates, one JSON line per gold set after a header line naming what
+    made them: appended and fsynced as each set is done, so that a stopped study resumes.
+    Only newline-terminated lines count; a line cut off by a kill is dropped on load."""
+
+    def __init__(self, path: Path, header: dict) -> None:
+        self.path, self.header = path, json_safe(header)
+        self._file: BinaryIO | None = None
+
+    def load(self) -> list[dict]:
+        """The sets done before (none when the file is new); a file made by another study
+        (other policies, wrapper, settings or code) is an error, never mixed with this one."""
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        lines = data.split(b"\n")
+        try:
+            header = json.loads(lines[0])
+        except ValueError:
+            header = None
+        if header != self.header:
+            raise RateError(
+                f"{self.path}: made by another coverage study (other policies, wrapper, "
+                "settings or commit); choose another --out, or delete the file to start over"
+            )
+        records = []
+        for line in lines[1:-1]:  # the piece after the last newline is incomplete
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                raise RateError(
+                    f"{self.path}:{len(records) + 2}: not a complete JSON line; delete the "
+                    "file to start the study over"
+                ) from None
+        if lines[-1]:
+            log.warning("%s: dropping a set cut off by an interrupted run", self.path)
+            good = len(data) - len(lines[-1])
+            try:
+                os.truncate(self.path, good)
+            except OSError as err:
+                raise write_error(self.path, err) from None
+        return records
+
+    def __enter__(self) -> SetsJournal:
+        if not self.path.is_file():
+            atomic_write_bytes(self.path, (json.dumps(self.header) + "\n").encode())
+        try:
+            self._file = open(self.path, "ab")  # noqa: SIM115 (closed in __exit__)
+        except OSError as err:
+            raise write_error(self.path, err) from None
+        return self
+
+    def append(self, record: dict) -> None:
+        try:
+            self._file.write((json.dumps(json_safe(record)) + "\n").encode())
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        except OSError as err:
+            raise write_error(self.path, err) from None
+
+    def __exit__(self, *exc: object) -> None:
+        file, self._file = self._file, None
+        if file is not None:
+            file.close()
 
 
 def summarise(cells: list[dict]) -> dict:

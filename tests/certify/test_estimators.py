@@ -161,18 +161,48 @@ def test_the_guardrails_read_the_lower_bounds():
     assert verdict(_report(float("nan"), {"a": 0.0}))["decision"] == "hold"
 
 
-def test_t_quantiles_and_welch_degrees_of_freedom():
-    from rate.certify.estimators import t_quantile, welch_df
+def test_t_quantiles_and_the_pooled_half_width():
+    from rate.certify.estimators import pooled_half_width, t_quantile
 
     # Tables: t_0.975 with 14 and 30 degrees of freedom; the normal's 1.95996 in the limit.
     assert t_quantile(0.95, 14) == pytest.approx(2.1448, abs=2e-4)
     assert t_quantile(0.95, 30) == pytest.approx(2.0423, abs=2e-4)
     assert t_quantile(0.95, 1e12) == pytest.approx(1.959964, abs=1e-6)
     assert t_quantile(0.90, 1e12) == pytest.approx(1.644854, abs=1e-6)
-    # Two equal SEs of 10 degrees of freedom each: (2 s^2)^2 / (2 s^4 / 10) = 20.
-    assert welch_df([0.1, 0.1], [10, 10]) == pytest.approx(20)
     iv = Interval.t(0.5, np.array([0.4, 0.6]), 1e12)
     assert iv.high - 0.5 == pytest.approx(1.959964 * np.std([0.4, 0.6], ddof=1), abs=1e-6)
+    # Each SE widened by its own t, then in quadrature: sqrt(0.21448^2 + 0.20423^2) / 2.
+    assert pooled_half_width([0.1, 0.1], [14, 30]) == pytest.approx(0.14808, abs=2e-5)
+    # With the normal's quantile it is the normal interval of the mean: 1.96 * 0.1 / sqrt(4).
+    assert pooled_half_width([0.1] * 4, [1e12] * 4) == pytest.approx(0.0979982, abs=1e-6)
+    pooled = Interval.pooled(0.3, [np.array([0.4, 0.6]), np.array([0.0, 0.2, 0.4])], [14, 30])
+    assert pooled.high - 0.3 == pytest.approx(pooled_half_width([0.1414214, 0.2], [14, 30]))
+    assert math.isnan(Interval.pooled(0.3, [np.array([np.nan, 1.0])], [14]).low)
+
+
+def test_the_balanced_interval_keeps_each_familys_widening():
+    # Six families of 30 gold rows with uneven weights: each family's DR interval is its
+    # estimate +- t(ESS - 1) * SE. The balanced mix's is the mean +- the families' half-widths
+    # in quadrature / 6. Welch's t, used before, gave the mix a quantile near the normal's and
+    # so dropped the families' widening: the mix covered 88-92% at the sweep's edge.
+    from rate.certify.certify import CertifySettings, FamilyInputs, certify_inputs
+
+    rng = np.random.default_rng(4)
+    inputs = {}
+    for fam in ["anvil", "birch", "cobalt", "dune", "ember", "fjord"]:
+        log_w, s = rng.normal(-0.3, 0.8, 30), rng.normal(size=30)
+        y = np.clip(0.3 + 0.05 * s + rng.normal(0, 0.1, 30), 0, 1)
+        inputs[fam] = FamilyInputs(y, log_w, s, rng.normal(size=50), rng.normal(0.3, 0.8, 50))
+    report = certify_inputs(inputs, CertifySettings(50, 400))
+    fams = report["per_family"].values()
+    for key in ("dr", "dr_gain"):
+        halves = [(r[key]["high"] - r[key]["low"]) / 2 for r in fams]
+        b = report["balanced"][key]
+        assert b["estimate"] == pytest.approx(np.mean([r[key]["estimate"] for r in fams]), abs=2e-6)
+        assert (b["high"] - b["low"]) / 2 == pytest.approx(
+            np.sqrt(np.sum(np.square(halves))) / 6, abs=2e-6
+        )
+        assert all(r["ess"] < 29 for r in fams)  # the t quantiles are wider than the normal's
 
 
 def test_named_paths_take_name_equals_dir_and_refuse_the_rest():

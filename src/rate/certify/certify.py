@@ -28,7 +28,6 @@ from rate.certify.estimators import (
     folds_of,
     snips,
     snips_replicates,
-    welch_df,
 )
 from rate.tinyrlhf.data import LabelledSet, PromptPool, load_labelled, pool_from_records
 from rate.tinyrlhf.models import Policy, RewardModel, load_policy, load_reward_model
@@ -134,6 +133,7 @@ def certify_inputs(inputs: dict[str, FamilyInputs], settings: CertifySettings = 
     rng = np.random.default_rng([settings.seed, 0xCE27])
     report: dict = {"per_family": {}, "settings": dataclasses.asdict(settings)}
     reps: dict[str, dict[str, np.ndarray]] = {}
+    ess_values: dict[str, float] = {}
     for fam, x in inputs.items():
         n, m = len(x.y), len(x.s_fresh)
         counts = bootstrap_counts(n, settings.replicates, rng)
@@ -147,7 +147,7 @@ def certify_inputs(inputs: dict[str, FamilyInputs], settings: CertifySettings = 
         dr_reps = dr_replicates(x.y, x.log_w, cov, fresh_cov, folds, counts, fresh_counts)
         ref_point, snips_point = float(x.y.mean()), snips(x.y, x.log_w)
         kl = float(x.log_w_fresh.mean())
-        ess_value = ess(x.log_w)
+        ess_value = ess_values[fam] = ess(x.log_w)
         reps[fam] = {
             "reference": ref_reps,
             "snips": snips_reps,
@@ -177,10 +177,11 @@ def certify_inputs(inputs: dict[str, FamilyInputs], settings: CertifySettings = 
         def mean_reps(key: str) -> np.ndarray:
             return np.mean([reps[f][key] for f in fams], axis=0)
 
-        def df(key: str) -> float:
-            # Welch-Satterthwaite: the balanced mean's t has more freedom than any family's.
-            ses = [float(np.nanstd(reps[f][key], ddof=1)) for f in fams]
-            return welch_df(ses, [rows[f]["ess"] - 1 for f in fams])
+        def pooled(key: str, point: float) -> dict:
+            # Each family's interval is widened by its own t; the balanced mix keeps that.
+            return Interval.pooled(
+                point, [reps[f][key] for f in fams], [ess_values[f] - 1 for f in fams]
+            ).as_dict()
 
         ref_b = mean_reps("reference")
         report["balanced"] = {
@@ -189,10 +190,8 @@ def certify_inputs(inputs: dict[str, FamilyInputs], settings: CertifySettings = 
             "abstain": [f"{f}: {rows[f]['abstain']}" for f in fams if rows[f]["abstain"]] or None,
             "reference": Interval.of(mean_of("reference"), ref_b).as_dict(),
             "snips": Interval.of(mean_of("snips"), mean_reps("snips")).as_dict(),
-            "dr": Interval.t(mean_of("dr"), mean_reps("dr"), df("dr")).as_dict(),
-            "dr_gain": Interval.t(
-                mean_of("dr") - mean_of("reference"), mean_reps("dr") - ref_b, df("dr_gain")
-            ).as_dict(),
+            "dr": pooled("dr", mean_of("dr")),
+            "dr_gain": pooled("dr_gain", mean_of("dr") - mean_of("reference")),
             "snips_gain": Interval.of(
                 mean_of("snips") - mean_of("reference"), mean_reps("snips") - ref_b
             ).as_dict(),

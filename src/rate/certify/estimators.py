@@ -184,11 +184,18 @@ def _normal_quantile(p: float) -> float:
     return num / (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1)  # fmt: skip
 
 
-def welch_df(ses: list[float], dfs: list[float]) -> float:
-    """Welch-Satterthwaite degrees of freedom of a mean of independent estimates."""
-    num = sum(se**2 for se in ses) ** 2
-    den = sum(se**4 / df for se, df in zip(ses, dfs, strict=True) if df > 0)
-    return num / den if den > 0 else float("inf")
+def pooled_half_width(ses: list[float], dfs: list[float], level: float = LEVEL) -> float:
+    """The half-width of the interval of a mean of F independent estimates, each with its
+    bootstrap SE and its own t degrees of freedom: each SE widened by its own t quantile, then
+    summed in quadrature, sqrt(sum (t_f se_f)^2) / F.
+
+    Why not Welch-Satterthwaite's t: its degrees of freedom assume that each SE is right on
+    average and only noisy. Here a family's t (ESS - 1 degrees of freedom) stands in for a
+    bootstrap SE that runs low on a weighted mean of a few dozen effective samples, a shortfall
+    that does not average away over the families: the balanced mix under Welch's t covered
+    88-92% at the sweep's edge while its families covered about 93%."""
+    widened = [t_quantile(level, df) * se for se, df in zip(ses, dfs, strict=True)]
+    return float(np.sqrt(np.sum(np.square(widened)))) / len(widened)
 
 
 @dataclass
@@ -219,6 +226,21 @@ class Interval:
         if len(r) < 2:
             return cls(point, float("nan"), float("nan"))
         half = t_quantile(level, df) * float(r.std(ddof=1))
+        return cls(point, point - half, point + half)
+
+    @classmethod
+    def pooled(
+        cls, point: float, replicates: list[np.ndarray], dfs: list[float], level: float = LEVEL
+    ) -> Interval:
+        """The mean of independent estimates (one bootstrap array and t degrees of freedom
+        each): the point plus or minus :func:`pooled_half_width`."""
+        ses = []
+        for r in replicates:
+            finite = r[np.isfinite(r)]
+            if len(finite) < 2:
+                return cls(point, float("nan"), float("nan"))
+            ses.append(float(finite.std(ddof=1)))
+        half = pooled_half_width(ses, dfs, level)
         return cls(point, point - half, point + half)
 
     def as_dict(self) -> dict:

@@ -10,6 +10,7 @@ import pytest
 
 from rate.certify.certify import CertifySettings, certify_policy, load_gold
 from rate.certify.recipes import split_gold
+from rate.errors import RateError
 from rate.tinyrlhf.vocab import FAMILY_ID
 from tests.helpers import run_rate
 
@@ -272,9 +273,14 @@ def test_the_release_study_and_the_coverage_harness(small_world, tmp_path, monke
     assert drawn == [20_002]
     assert again["cells"] == cov["cells"]
     assert journal.read_bytes() == b"\n".join(lines)
+    # A policy folder that is not one is a one-line error before any truth is sampled.
+    with pytest.raises(RateError, match="not a policy directory"):
+        coverage_study(
+            small_world, {"typo": small_world / "runs" / "nope"}, tmp_path / "cov2", None,
+            sets=1, truth_per_family=200,
+        )  # fmt: skip
+    assert not (tmp_path / "cov2" / "truth").exists()
     # A study with other settings never resumes from (or mixes into) this one's sets.
-    from rate.errors import RateError
-
     with pytest.raises(RateError, match="another coverage study"):
         coverage_study(
             small_world, policies, tmp_path / "cov", None, sets=3, truth_per_family=200,

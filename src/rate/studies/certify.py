@@ -108,6 +108,7 @@ def coverage_study(
     ):
         settings = settings or CertifySettings(fresh_per_family=300, replicates=1000)
         start = time.perf_counter()
+        loaded = {name: load_policy(p) for name, p in policies.items()}  # fail fast
         truth = {
             name: true_values(world, p, truth_per_family, out / "truth" / f"{name}.json")
             for name, p in policies.items()
@@ -131,7 +132,6 @@ def coverage_study(
             reference = load_policy(world / "policy")
             rm = load_reward_model(world / "reward_model")
             transform = load_reward_wrapper(wrapper) if wrapper else None
-            loaded = {name: load_policy(p) for name, p in policies.items()}
             with journal:
                 for seed in progress(todo, desc="gold sets", total=len(todo)):
                     gold = fresh_gold(world, gold_per_family, seed)

@@ -280,6 +280,12 @@ def test_the_release_study_and_the_coverage_harness(small_world, tmp_path, monke
             sets=1, truth_per_family=200,
         )  # fmt: skip
     assert not (tmp_path / "cov2" / "truth").exists()
+    # A truth cached under a name is the policy's it was made of: a name reused for another
+    # policy folder is evaluated anew.
+    cache = tmp_path / "cov" / "truth" / "kl05.json"
+    reused = harness.true_values(small_world, small_world / "policy", 200, cache)
+    assert all(r["kl"] == pytest.approx(0, abs=1e-9) for r in reused["per_family"].values())
+    assert harness.true_values(small_world, policies["kl05"], 200, cache) != reused
     # A study with other settings never resumes from (or mixes into) this one's sets.
     with pytest.raises(RateError, match="another coverage study"):
         coverage_study(

@@ -52,14 +52,19 @@ SETS_FILE = "sets.jsonl"  # every gold set's certificates, appended as the study
 
 
 def true_values(world: Path, policy_dir: Path, per_family: int, cache: Path) -> dict:
-    """A policy's true quality and KL per family and balanced (cached)."""
+    """A policy's true quality and KL per family and balanced (cached with what it was made
+    of, so that a name reused for another policy folder is evaluated anew)."""
+    made_of = {"world": str(world), "policy": str(policy_dir), "samples_per_family": per_family}
     if cache.is_file():
-        return read_json(cache)
+        cached = read_json(cache)
+        if cached.get("made_of") == made_of:
+            return cached
     oracle, _ = load_oracle(world)
     report = evaluate_policy(
         load_policy(policy_dir), oracle, None, load_policy(world / "policy"), per_family
     )
     out = {
+        "made_of": made_of,
         "per_family": {
             f: {"quality": r["true_quality"], "kl": r["kl"]}
             for f, r in report["per_family"].items()
@@ -109,10 +114,6 @@ def coverage_study(
         settings = settings or CertifySettings(fresh_per_family=300, replicates=1000)
         start = time.perf_counter()
         loaded = {name: load_policy(p) for name, p in policies.items()}  # fail fast
-        truth = {
-            name: true_values(world, p, truth_per_family, out / "truth" / f"{name}.json")
-            for name, p in policies.items()
-        }
         header = {
             "world": str(world),
             "wrapper": str(wrapper) if wrapper else None,
@@ -123,6 +124,10 @@ def coverage_study(
         }
         journal = SetsJournal(out / SETS_FILE, header)
         done = {r["seed"]: r for r in journal.load()}
+        truth = {
+            name: true_values(world, p, truth_per_family, out / "truth" / f"{name}.json")
+            for name, p in policies.items()
+        }
         todo = [first_seed + s for s in range(sets) if first_seed + s not in done]
         if done:
             log.info(

@@ -22,7 +22,7 @@ STAGE = $(if $(PARTITION),$(VENV)/bin/rate submit $(1) $(WAIT_FLAG),$(VENV)/bin/
 .DEFAULT_GOAL := help
 .PHONY: help setup demo audit-demo demo-text test test-fast fixture bench lint format clean \
 	create_dataset score_dataset treatment_effects plots pipeline sweep smoke synthetic semisynthetic-text coverage validate \
-	faults matrix release-study sweep-study tilt-study frontier-study gpu-check
+	faults matrix release-study sweep-study certify-coverage-study tilt-study frontier-study gpu-check
 
 help: ## list the targets and the variables they take
 	@echo "Targets:"
@@ -38,6 +38,7 @@ help: ## list the targets and the variables they take
 	@echo "  WORLD, WRAPPER     make tilt-study: the world, a reward wrapper .py (MAX_N: oracle samples;"
 	@echo "                     PROPOSALS: REWARD:BETA=DIR ..., policies the oracle also samples);"
 	@echo "                     make release-study: the world"
+	@echo "  POLICIES           make certify-coverage-study: more policies, 'NAME=DIR ...'"
 	@echo "  VENV               the virtual environment (now: $(VENV))"
 
 # torch==2.13.0 goes in first: pip takes that CPU build from local disk, and the range in
@@ -119,6 +120,13 @@ sweep-study: $(STAMP) ## the recipe sweep with our correction (after release-stu
 	$(VENV)/bin/rate tinyrlhf sweep --world $(STUDY_WORLD) --wrapper $(RELEASE_OUT)/wrappers/ours.py \
 		--kl 0.2,0.1,0.05,0.03 --steps 1200 --save-every 200 --refine 3 --out $(RELEASE_OUT)/sweep
 	$(VENV)/bin/rate study sweep-truth --world $(STUDY_WORLD) --sweep $(RELEASE_OUT)/sweep
+
+certify-coverage-study: $(STAMP) ## certification against the truth over 200 fresh gold sets: the world's runs, release-study's seed-0 runs, the reference (WORLD=dir; POLICIES='NAME=DIR ...' more; 30 minutes)
+	$(VENV)/bin/rate study certify-coverage --world $(STUDY_WORLD) --wrapper $(RELEASE_OUT)/wrappers/ours.py \
+		--sets 200 --out $(RELEASE_OUT)/certify_coverage --policy reference=$(STUDY_WORLD)/policy \
+		$(foreach c,$(wildcard $(STUDY_WORLD)/runs/*/checkpoint),--policy $(notdir $(c:/checkpoint=))=$(c)) \
+		$(foreach c,$(wildcard $(RELEASE_OUT)/runs/*-s0/checkpoint),--policy $(notdir $(c:-s0/checkpoint=))=$(c)) \
+		$(foreach p,$(POLICIES),--policy $(p))
 
 tilt-study: $(STAMP) ## the tilt forecast's signs against the oracle's pi_beta (WORLD=dir, WRAPPER=file.py, PROPOSALS)
 	$(VENV)/bin/rate study tilt --world $(STUDY_WORLD) $(if $(WRAPPER),--wrapper $(WRAPPER)) \

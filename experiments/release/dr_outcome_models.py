@@ -37,16 +37,15 @@ def weighted_dr(y, log_w, covariates, fresh_covariates, folds, counts, fresh_cou
     w = np.exp(log_w - log_w.max())
     gold_x, fresh_x = estimators.outcome_design(covariates, fresh_covariates)
     fresh_mean = (fresh_counts @ fresh_x) / fresh_counts.sum(1, keepdims=True)
+    folds = np.broadcast_to(folds, counts.shape)
     total = np.zeros(counts.shape[0])
     for k in np.unique(folds):
         inside = folds == k
         beta = estimators._least_squares(counts * ~inside * w, gold_x, y)
-        c = counts[:, inside]
-        wk = w[inside]
-        fitted = gold_x[inside] @ beta.T
+        cw = counts * inside * w
         with np.errstate(invalid="ignore", divide="ignore"):
-            residual = (c @ (wk * y[inside]) - np.einsum("rn,nr->r", c * wk, fitted)) / (c @ wk)
-        total += inside.sum() / len(y) * ((fresh_mean * beta).sum(1) + residual)
+            residual = (cw @ y - (cw * (beta @ gold_x.T)).sum(1)) / cw.sum(1)
+        total += inside.sum(1) / len(y) * ((fresh_mean * beta).sum(1) + residual)
     return total
 
 

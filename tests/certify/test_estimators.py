@@ -61,6 +61,30 @@ def test_dr_by_hand():
     assert dr == pytest.approx(0.1 + 0.5 * 2.0)
 
 
+def test_a_split_per_replicate_carries_the_splits_variance():
+    # Replicates that resample nothing (every count 1) differ only by their fold split: with
+    # one split for all they are equal, with a split each they spread as the split does, and
+    # each equals the estimate computed with that split alone.
+    from rate.certify.estimators import split_folds
+
+    rng = np.random.default_rng(6)
+    n, m = 40, 30
+    s, log_w = rng.normal(size=n), rng.normal(-0.3, 0.8, n)
+    y = 0.3 + 0.1 * s + rng.normal(0, 0.1, n)
+    cov, fresh_cov = dr_covariates(s, log_w), dr_covariates(rng.normal(size=m), rng.normal(size=m))
+    ones, fresh_ones = np.ones((50, n)), np.ones((50, m))
+    fixed = dr_replicates(y, log_w, cov, fresh_cov, folds_of(n, 2, rng), ones, fresh_ones)
+    assert np.ptp(fixed) < 1e-12
+    folds = split_folds(n, 2, 50, rng)
+    assert folds.shape == (50, n) and (folds.sum(1) == n // 2).all()
+    each = dr_replicates(y, log_w, cov, fresh_cov, folds, ones, fresh_ones)
+    assert np.std(each) > 1e-4
+    alone = [
+        dr_replicates(y, log_w, cov, fresh_cov, f, ones[:1], fresh_ones[:1])[0] for f in folds[:5]
+    ]
+    assert each[:5] == pytest.approx(alone, abs=1e-12)
+
+
 def test_dr_replicates_centre_on_the_truth_when_the_model_is_wrong():
     # The doubly robust estimate stays unbiased with a useless reward (s is noise): the
     # weighted residual carries it. Target: E_new[y] with y ~ Bernoulli, w tilting to y = 1.

@@ -99,25 +99,33 @@ def dr_replicates(
     """The cross-fitted doubly robust estimate of each replicate (``counts`` over the gold set,
     ``fresh_counts`` over the fresh samples; a row of ones each gives the point estimate).
 
+    ``folds`` is one split of the gold set (n,) for every replicate, or one split per replicate
+    (R, n): a bootstrap that draws its split anew for each replicate carries the split's own
+    variance into the SE, which one fixed split leaves out.
+
     The outcome model is linear in ``covariates`` (n,) or (n, k), known on the gold set and on
     the new policy's fresh samples alike: the corrected reward, and the log weight itself
     (:func:`dr_covariates`)."""
     w = np.exp(log_w - log_w.max())
     gold_x, fresh_x = outcome_design(covariates, fresh_covariates)
     fresh_mean = (fresh_counts @ fresh_x) / fresh_counts.sum(1, keepdims=True)  # (R, p)
+    folds = np.broadcast_to(folds, counts.shape)  # (R, n)
     total = np.zeros(counts.shape[0])
-    n = len(y)
     for k in np.unique(folds):
-        inside = folds == k
+        inside = folds == k  # (R, n)
         beta = _least_squares(counts * ~inside, gold_x, y)  # (R, p), fitted on the other folds
-        c = counts[:, inside]
-        wk = w[inside]
-        fitted = gold_x[inside] @ beta.T  # (n_k, R)
-        weighted_residual = c @ (wk * y[inside]) - np.einsum("rn,nr->r", c * wk, fitted)
+        cw = counts * inside * w  # (R, n): the fold's rows, weighted
+        fitted = beta @ gold_x.T  # (R, n)
         with np.errstate(invalid="ignore", divide="ignore"):
-            residual = weighted_residual / (c @ wk)
-        total += inside.sum() / n * ((fresh_mean * beta).sum(1) + residual)
+            residual = (cw @ y - (cw * fitted).sum(1)) / cw.sum(1)
+        share = inside.sum(1) / len(y)
+        total += share * ((fresh_mean * beta).sum(1) + residual)
     return total
+
+
+def split_folds(n: int, k: int, splits: int, rng: np.random.Generator) -> np.ndarray:
+    """(splits, n): an independent split of n samples into k folds in each row."""
+    return rng.permuted(np.tile(np.arange(n) % k, (splits, 1)), axis=1)
 
 
 def dr_covariates(s: np.ndarray, log_w: np.ndarray) -> np.ndarray:

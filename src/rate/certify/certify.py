@@ -50,7 +50,7 @@ class CertifySettings:
     replicates: int = 2000
     folds: int = 2
     # The point estimate is the mean over this many random fold splits (a single split adds
-    # its own noise, 1-9% of the estimate's variance measured at kl 0.07-0.1); the bootstrap
+    # its own noise, 0.5-9% of the estimate's variance measured at kl 0.07-0.1); the bootstrap
     # draws a new split for each replicate, so that its SE holds the split's variance too.
     fold_splits: int = 20
     ess_min: float = ESS_MIN

@@ -2,11 +2,15 @@
 
 Reruns the certification coverage of given policies over fresh gold sets (seeds 20,000 on, as
 `rate study certify-coverage`), once for each outcome model:
-- shipped: y ~ a + b s + c log w (the corrected reward and the log weight);
+- shipped: y ~ a + b s + c log w (the corrected reward, kept within the gold set's range on
+  the fresh samples, and the log weight);
 - reward-line: y ~ a + b s, the corrected reward's calibration line alone (rate before
   2026-12-02: it ran low at the sweep's edge);
 - weighted-line: that line fitted by least squares weighted by the policy's importance weights
-  (so that it fits where the policy goes); it did not remove the low bias.
+  (so that it fits where the policy goes); it did not remove the low bias;
+- unbounded: the shipped model without bounds (rate before 2026-12-03: the line extrapolated
+  where a wrapper's error put fresh samples far below every gold row);
+- bounded-both: the log weight bounded too (it brought back the low bias at the edge).
 Prints, per cell, coverage where it answers, misses below the truth, and the mean and mean
 absolute error; each model's study is saved under OUT/<model>/.
 
@@ -49,8 +53,23 @@ def weighted_dr(y, log_w, covariates, fresh_covariates, folds, counts, fresh_cou
     return total
 
 
+def bounded_dr(columns: tuple[int, ...]):
+    """:func:`rate.certify.estimators.dr_replicates` with the fresh samples' covariates in
+    ``columns`` (0: the corrected reward, 1: the log weight) kept within the gold set's range
+    (the shipped model bounds the corrected reward alone)."""
+
+    def dr(y, log_w, covariates, fresh_covariates, folds, counts, fresh_counts):
+        return estimators.dr_replicates(
+            y, log_w, covariates, fresh_covariates, folds, counts, fresh_counts, columns
+        )
+
+    return dr
+
+
 MODELS = {
     "shipped": (certify.dr_replicates, certify.dr_covariates),
+    "unbounded": (bounded_dr(()), certify.dr_covariates),
+    "bounded-both": (bounded_dr((0, 1)), certify.dr_covariates),
     "reward-line": (certify.dr_replicates, reward_only),
     "weighted-line": (weighted_dr, reward_only),
 }

@@ -32,6 +32,24 @@ def test_the_reference_certifies_as_its_gold_mean(small_world):
     assert report["verdict"]["decision"] == "hold"
 
 
+def test_the_kl_is_read_from_a_draw_of_its_own(small_world):
+    # The abstention's KL and the DR's fresh samples are two draws of the same policy: the
+    # same size and prompts, different responses.
+    from rate.certify.certify import gather
+    from rate.tinyrlhf.models import load_policy, load_reward_model
+
+    run = next((small_world / "runs").glob("*/checkpoint"))
+    inputs = gather(
+        load_policy(run), load_policy(small_world / "policy"),
+        load_reward_model(small_world / "reward_model"), load_gold(small_world),
+        settings=CertifySettings(60, 200),
+    )  # fmt: skip
+    for x in inputs.values():
+        assert x.log_w_kl.shape == x.log_w_fresh.shape == (60,)
+        assert not np.array_equal(x.log_w_kl, x.log_w_fresh)
+        assert abs(x.log_w_kl.mean() - x.log_w_fresh.mean()) < 1.0
+
+
 def test_the_gold_split_halves_every_family():
     families = np.repeat(np.arange(6), 11)
     select, report = split_gold(families, 0)

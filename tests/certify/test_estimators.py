@@ -114,6 +114,45 @@ def test_dr_with_the_log_weight_by_hand():
     assert dr == pytest.approx(0.1 + 0.5 * 2.0 - 0.2 * 1.0)
 
 
+def test_the_model_is_flat_beyond_the_gold_rewards_but_follows_the_log_weight():
+    # y exactly linear in the reward and the log weight on gold rewards 0-5 and log weights
+    # up to log 9. Fresh rewards 7 and 2, fresh log weights 4 and 6: the reward is held at the
+    # gold's largest, 5, and the log weight is not held, so DR is the model at s = (5 + 2) / 2
+    # and log w = 5. Unbounded, the line would read s = 4.5: 0.85 + 0.25 = 1.10.
+    s = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 1.0, 3.0])
+    log_w = np.log([1, 5, 1, 2, 9, 1.0, 3, 0.5])
+    y = 0.1 + 0.5 * s - 0.2 * log_w
+    folds, ones = np.array([0, 1, 0, 1, 0, 1, 0, 1]), np.ones((1, 8))
+    cov, fresh = dr_covariates(s, log_w), dr_covariates(np.array([7.0, 2.0]), np.array([4.0, 6.0]))
+    dr = dr_replicates(y, log_w, cov, fresh, folds, ones, np.ones((1, 2)))[0]
+    assert dr == pytest.approx(0.1 + 0.5 * 3.5 - 0.2 * 5.0)  # 0.85
+    unbounded = dr_replicates(y, log_w, cov, fresh, folds, ones, np.ones((1, 2)), bounded=())[0]
+    assert unbounded == pytest.approx(0.1 + 0.5 * 4.5 - 0.2 * 5.0)
+    # Below the gold's smallest reward likewise: -3 is read as 0.
+    low = dr_covariates(np.array([-3.0, 2.0]), np.array([4.0, 6.0]))
+    dr = dr_replicates(y, log_w, cov, low, folds, ones, np.ones((1, 2)))[0]
+    assert dr == pytest.approx(0.1 + 0.5 * 1.0 - 0.2 * 5.0)
+
+
+def test_abstention_reads_the_kl_of_its_own_draw():
+    # The KL that decides abstention is the mean log weight of the second draw (log_w_kl),
+    # not of the samples the DR's model averages over: with 100 gold rows the floor is
+    # KL <= log(100 / 15) = 1.90.
+    from rate.certify.certify import CertifySettings, FamilyInputs, certify_inputs
+
+    rng = np.random.default_rng(8)
+    log_w, s = rng.normal(-0.05, 0.3, 100), rng.normal(size=100)
+    y = np.clip(0.3 + 0.05 * s + rng.normal(0, 0.1, 100), 0, 1)
+    far, near = np.full(50, 2.5), np.full(50, 0.4)
+    settings = CertifySettings(50, 100)
+    moved = certify_inputs({"anvil": FamilyInputs(y, log_w, s, s[:50], far, near)}, settings)
+    row = moved["per_family"]["anvil"]
+    assert row["kl"] == pytest.approx(0.4) and row["abstain"] is None
+    swapped = certify_inputs({"anvil": FamilyInputs(y, log_w, s, s[:50], near, far)}, settings)
+    assert swapped["per_family"]["anvil"]["kl"] == pytest.approx(2.5)
+    assert "KL 2.50" in swapped["per_family"]["anvil"]["abstain"]
+
+
 def test_a_constant_log_weight_is_left_out_of_the_model():
     # The reference against itself: log weights 0 up to rounding. The model must not fit the
     # rounding (a huge coefficient on noise); the estimate is the reward's line alone.
@@ -246,7 +285,8 @@ def test_the_balanced_interval_keeps_each_familys_widening():
     for fam in ["anvil", "birch", "cobalt", "dune", "ember", "fjord"]:
         log_w, s = rng.normal(-0.3, 0.8, 30), rng.normal(size=30)
         y = np.clip(0.3 + 0.05 * s + rng.normal(0, 0.1, 30), 0, 1)
-        inputs[fam] = FamilyInputs(y, log_w, s, rng.normal(size=50), rng.normal(0.3, 0.8, 50))
+        fresh_log_w = rng.normal(0.3, 0.8, 50)
+        inputs[fam] = FamilyInputs(y, log_w, s, rng.normal(size=50), fresh_log_w, fresh_log_w)
     report = certify_inputs(inputs, CertifySettings(50, 400))
     fams = report["per_family"].values()
     for key in ("dr", "dr_gain"):

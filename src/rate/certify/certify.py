@@ -46,7 +46,9 @@ MAX_FAMILY_LOSS = 0.03
 class CertifySettings:
     """How the certification samples, resamples and abstains."""
 
-    fresh_per_family: int = 500  # fresh samples of the new policy per family (for DR and KL)
+    # Fresh samples of the new policy per family, drawn twice: once for the DR's outcome model,
+    # once for the KL that decides abstention (see gather).
+    fresh_per_family: int = 500
     replicates: int = 2000
     folds: int = 2
     # The point estimate is the mean over this many random fold splits (a single split adds
@@ -69,7 +71,8 @@ class FamilyInputs:
     log_w: np.ndarray
     s: np.ndarray
     s_fresh: np.ndarray
-    log_w_fresh: np.ndarray  # log pi_new / pi_ref on the new policy's own samples: its KL
+    log_w_fresh: np.ndarray  # log pi_new / pi_ref on the new policy's own samples
+    log_w_kl: np.ndarray  # the same on a second, independent draw: the KL for abstention
 
 
 @torch.inference_mode()
@@ -110,7 +113,13 @@ def gather(
     wrapper_name: str = "",
     settings: CertifySettings = DEFAULTS,
 ) -> dict[str, FamilyInputs]:
-    """Per family present in ``gold``: the inputs of the estimators."""
+    """Per family present in ``gold``: the inputs of the estimators.
+
+    The KL that decides abstention comes from its own draw of the new policy, not from the
+    samples the DR's outcome model averages over: from the same samples, the certificates that
+    answer near the KL floor would be those whose samples moved least, whose model term runs
+    low (at kl05-s800's dune, 0.137 where it answered against 0.165 where it abstained, with
+    the truth at 0.242; experiments/RESULTS.md)."""
     gen = torch.Generator().manual_seed(settings.seed)
     fresh = pool_from_records(
         make_prompts(balanced(settings.fresh_per_family), "certify", gen, shuffle=False)
@@ -118,6 +127,8 @@ def gather(
     fresh_responses = sample(policy, fresh.tokens, 1.0, gen).responses
     s_fresh = corrected_reward(rm, transform, wrapper_name, fresh, fresh_responses)
     log_w_fresh = log_ratios(policy, reference, fresh.tokens, fresh_responses)
+    kl_responses = sample(policy, fresh.tokens, 1.0, gen).responses
+    log_w_kl = log_ratios(policy, reference, fresh.tokens, kl_responses)
     log_w = log_ratios(policy, reference, gold.tokens, gold.responses)
     s = corrected_reward(rm, transform, wrapper_name, gold, gold.responses)
     y = gold.labels.double().numpy()
@@ -127,7 +138,7 @@ def gather(
         if not m.any():
             continue
         mf = (fresh.families == f).numpy()
-        out[fam] = FamilyInputs(y[m], log_w[m], s[m], s_fresh[mf], log_w_fresh[mf])
+        out[fam] = FamilyInputs(y[m], log_w[m], s[m], s_fresh[mf], log_w_fresh[mf], log_w_kl[mf])
     return out
 
 
@@ -153,7 +164,7 @@ def certify_inputs(inputs: dict[str, FamilyInputs], settings: CertifySettings = 
         )
         dr_reps = dr_replicates(x.y, x.log_w, cov, fresh_cov, replicate_folds, counts, fresh_counts)
         ref_point, snips_point = float(x.y.mean()), snips(x.y, x.log_w)
-        kl = float(x.log_w_fresh.mean())
+        kl = float(x.log_w_kl.mean())
         ess_value = ess_values[fam] = ess(x.log_w)
         reps[fam] = {
             "reference": ref_reps,

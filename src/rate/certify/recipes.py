@@ -99,7 +99,7 @@ def label_free_screen(
     for fam, x in inputs.items():  # x.y (the labels) is not read
         value = ess(x.log_w)
         ess_values.append(value)
-        why = abstains(value, len(x.log_w), float(x.log_w_fresh.mean()), settings.ess_min,
+        why = abstains(value, len(x.log_w), float(x.log_w_kl.mean()), settings.ess_min,
                        settings.support_min)  # fmt: skip
         if why:
             reasons.append(f"{fam}: {why}")

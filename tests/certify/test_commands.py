@@ -310,3 +310,28 @@ def test_the_release_study_and_the_coverage_harness(small_world, tmp_path, monke
             small_world, policies, tmp_path / "cov", None, sets=3, truth_per_family=200,
             settings=CertifySettings(40, 101),
         )  # fmt: skip
+
+
+def test_the_benchmark_times_each_runs_certificate_as_certify_gives_it(small_world):
+    # `make bench`'s certify section: one row per run, the same certificate as `certify`
+    # (its abstentions), the median of the rows' totals in the text.
+    from rate.bench.certify import bench_certify, render_certify
+    from rate.certify.assess import runs_of
+
+    settings = CertifySettings(60, 200)
+    figures = bench_certify(small_world, settings)
+    runs = runs_of(small_world)
+    assert sorted(figures["certify_runs"]) == sorted(runs)
+    for name, row in figures["certify_runs"].items():
+        report = certify_policy(small_world, runs[name], settings=settings)
+        abstained = sum(bool(c["abstain"]) for c in report["per_family"].values())
+        assert row["families_abstained"] == abstained
+        assert row["gather_s"] > 0 and row["estimators_s"] > 0
+    totals = sorted(r["gather_s"] + r["estimators_s"] for r in figures["certify_runs"].values())
+    text = "\n".join(render_certify(figures, "2026-12-03"))
+    assert f"Median certificate: {np.median(totals):.2f} s" in text
+    assert text.count("\n| ") == len(runs) + 1  # the header, then a row per run
+    assert (
+        "200 bootstrap replicates" in text
+        and f"{len(load_gold(small_world).labels):,} gold rows" in text
+    )

@@ -23,6 +23,7 @@ import torch
 
 from rate.bench.audit import bench_audit, render_audit
 from rate.bench.batch import bench_batch, render_batch
+from rate.bench.certify import bench_certify, render_certify
 from rate.bench.pipeline import bench_pipeline, bench_reading, render_pipeline, render_reading
 from rate.bench.scoring import bench_scoring, render_scoring
 from rate.bench.slurm import HEADING, write_section
@@ -35,7 +36,7 @@ from rate.tinyrlhf.data import require_world
 log = logging.getLogger(__name__)
 
 
-SECTIONS = ("world", "pipeline", "reading", "scoring", "text", "batch", "audit")
+SECTIONS = ("world", "pipeline", "reading", "scoring", "text", "batch", "audit", "certify")
 
 
 def _rounded(v):
@@ -84,6 +85,8 @@ def render(r: dict, command: str) -> str:
         lines += render_batch(r, measured.get("batch"))
     if "audit_s" in r:
         lines += render_audit(r, measured.get("audit"))
+    if "certify_runs" in r:
+        lines += render_certify(r, measured.get("certify"))
     lines += [
         "Raw figures:",
         "",
@@ -164,6 +167,11 @@ def main(argv: list[str] | None = None) -> int:
                 require_world(world)
             results.update(bench_audit(world))
             measured["audit"] = today
+        if "certify" in sections:
+            if "world" not in sections:
+                require_world(world)
+            results.update(bench_certify(world))
+            measured["certify"] = today
     command = "make bench" if args.world is None else "python -m rate.bench --world <built world>"
     previous = args.out.read_text() if args.out.exists() else ""
     atomic_write_text(args.out, render(results, command))

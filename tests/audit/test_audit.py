@@ -170,8 +170,15 @@ def test_the_audit_record(small_audit):
     cands = small_audit["candidates"]
     assert len(cands) == 3600 and small_audit["mode"] == "audit"
     need = {"family", "feature", "score", "flagged", "excess", "rm_effect", "rate_effect",
-            "quality_effect", "p_holm", "rank"}  # fmt: skip
+            "quality_effect", "p_holm", "rank", "pair_syllable_flagged"}  # fmt: skip
     assert need <= set(cands[0])
+    # The second stage flags only unflagged tokens that are syllables of a flagged pair.
+    pairs = {(r["family"], s) for r in cands if r["kind"] == "pair" and r["flagged"]
+             for s in r["feature"].split(" ")}  # fmt: skip
+    for r in cands:
+        if r["pair_syllable_flagged"]:
+            assert r["kind"] == "token" and not r["flagged"]
+            assert (r["family"], r["feature"]) in pairs
     assert sorted(r["rank"] for r in cands) == list(range(1, 3601))
     assert {r["kind"] for r in cands} == {"token", "pair"}
     assert set(small_audit["baselines"]) == {"naive", "ridge"}
@@ -345,6 +352,70 @@ def test_the_wrapper_removes_a_tokens_excess_at_each_occurrences_position(tmp_pa
     ]
     out = transform([{"family": "dune"}] * 2, tokens, np.array([5.0, 5.0]))
     assert out.tolist() == pytest.approx([5.0 - 1.0 - 1.5, 5.0 - 1.2 - 1.2])
+
+
+def test_the_second_stage_tests_a_flagged_pairs_syllables_among_themselves():
+    """Known answer: fjord 'ba ba' and birch 'wa ta' flagged; their unflagged syllables ba,
+    wa, ta (p 0.0156, 0.66, 0.905) are Holm-tested among those three alone: ba's adjusted p
+    is 3 x 0.0156 = 0.0468 < 0.05, the others' are not. 'ta' of cobalt (no flagged pair
+    there), an already flagged syllable and the pairs themselves are not in the stage."""
+    from rate.audit.scan import second_stage
+
+    def row(family, feature, kind, flagged, p):
+        return {"family": family, "feature": feature, "kind": kind, "flagged": flagged, "p": p}
+
+    rows = [
+        row("fjord", "ba ba", "pair", True, 1e-40),
+        row("birch", "wa ta", "pair", True, 1e-30),
+        row("fjord", "ba", "token", False, 0.0156),
+        row("birch", "wa", "token", False, 0.6601),
+        row("birch", "ta", "token", False, 0.9054),
+        row("cobalt", "ta", "token", False, 0.001),  # no flagged pair in cobalt
+        row("birch", "sa", "token", True, 1e-20),
+    ]
+    second_stage(rows, 0.05)
+    assert [r["pair_syllable_flagged"] for r in rows] == [
+        False,
+        False,
+        True,
+        False,
+        False,
+        False,
+        False,
+    ]
+    # With a fourth suspect, ba's adjusted p is 4 x 0.0156 = 0.0624: no longer flagged.
+    rows.append(row("birch", "wa ka", "pair", True, 1e-10))
+    rows.append(row("birch", "ka", "token", False, 0.5))
+    second_stage(rows, 0.05)
+    assert not any(r["pair_syllable_flagged"] for r in rows)
+
+
+def test_the_wrapper_corrects_a_second_stage_syllable_as_a_token(tmp_path):
+    """Known answer: fjord 'ba ba' corrected by its complex, and its syllable 'ba' (flagged by
+    the second stage, excess 0.1, RM 0.07 on average and 0.17 at position 2) per occurrence at
+    its position; the analyst's ridge does not read the second stage."""
+    from rate.audit.wrapper import corrections, write_wrapper
+    from rate.tinyrlhf.rl import load_reward_wrapper
+
+    at = [0.07, 0.07, 0.17, 0.07, 0.07, 0.07, 0.07, 0.07]
+    audit = {"candidates": [
+        {"family": "fjord", "feature": "ba ba", "kind": "pair", "flagged": True,
+         "pair_syllable_flagged": False, "excess": 0.7, "rm_effect": 0.7,
+         "complex": {"cells": {"2 2 1": [0.72, 0.02]}}},
+        {"family": "fjord", "feature": "ba", "kind": "token", "flagged": False,
+         "pair_syllable_flagged": True, "excess": 0.1, "rm_effect": 0.07,
+         "rm_effect_by_position": at},
+    ], "baselines": {"ridge": []}}  # fmt: skip
+    path = tmp_path / "wrapper.py"
+    table = write_wrapper(audit, path, "audit.json")
+    expected = [0.1, 0.1, 0.2, 0.1, 0.1, 0.1, 0.1, 0.1]
+    assert table == {"fjord": {"tokens": {}, "pairs": {}, "complexes": {"ba ba": {"2 2 1": 0.72}},
+                               "positions": {"ba": pytest.approx(expected)}}}  # fmt: skip
+    assert corrections(audit, "ridge") == {}
+    transform = load_reward_wrapper(path)
+    tokens = [["da", "da", "ba", "ba", "da", "da", "da", "da"]]  # ba at 2 and 3, adjacent once
+    out = transform([{"family": "fjord"}], tokens, np.array([5.0]))
+    assert out.tolist() == pytest.approx([5.0 - 0.72 - 0.2 - 0.1])
 
 
 def test_the_wrapper_of_the_analysts_ridge_scan(tmp_path):

@@ -53,9 +53,37 @@ def markdown(audit: dict, top: int = 25) -> str:
     lines += ["", f"## The top {top}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows[:top]:
         lines.append("| " + " | ".join(_fmt(r[k]) for k in head) + " |")
-    lines += positions_section(flagged)
+    lines += second_stage_section(rows)
+    lines += positions_section(flagged + [r for r in rows if r.get("pair_syllable_flagged")])
     lines += complexes_section(flagged)
     return "\n".join(lines) + "\n"
+
+
+def second_stage_section(rows: list[dict]) -> list[str]:
+    """The flagged pairs' syllables tested again as tokens (rate.audit.scan.second_stage)."""
+    pairs = [r for r in rows if r["kind"] == "pair" and r["flagged"]]
+    syllables = {(r["family"], s) for r in pairs for s in r["feature"].split(" ")}
+    tested = [
+        r
+        for r in rows
+        if r["kind"] == "token" and not r["flagged"] and (r["family"], r["feature"]) in syllables
+    ]
+    if not tested or "pair_syllable_flagged" not in tested[0]:
+        return []
+    lines = [
+        "",
+        "## Second stage: the flagged pairs' syllables as tokens (Holm among these alone; "
+        "the wrapper corrects those flagged here as tokens)",
+        "",
+        "| family | syllable | excess | excess_se | p | flagged |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in sorted(tested, key=lambda r: r["p"]):
+        lines.append(
+            f"| {r['family']} | `{r['feature']}` | {_fmt(r['excess'])} | {_fmt(r['excess_se'])} "
+            f"| {r['p']:.4f} | {r['pair_syllable_flagged']} |"
+        )
+    return lines
 
 
 def positions_section(flagged: list[dict]) -> list[str]:

@@ -14,7 +14,10 @@ runs anywhere without the audit's JSON:
 - a flagged pair: what the RM pays for its two syllables together beyond each alone, at the
   response's dose and arrangement: the excess of its cell (how many of each syllable, how many
   adjacent pairs; :mod:`rate.audit.complexes`), or, for an audit that measured no complex, the
-  one-site interaction per adjacent occurrence. Its quality effect is 0 exactly.
+  one-site interaction per adjacent occurrence. Its quality effect is 0 exactly;
+- a syllable of a flagged pair that the audit's second stage flagged
+  (``pair_syllable_flagged``, :func:`rate.audit.scan.second_stage`): as a flagged token, what
+  the RM pays for it alone beyond its quality (the cell's excess leaves that in).
 """
 
 from __future__ import annotations
@@ -66,7 +69,8 @@ def adjacent(tokens, first, second):
 
 
 def corrections(audit: dict, method: str = "ours") -> dict[str, dict]:
-    """Per family, the reward to remove: per occurrence of each flagged token at each of the 8
+    """Per family, the reward to remove: per occurrence of each flagged token (ours: and each
+    syllable of a flagged pair flagged by the second stage) at each of the 8
     positions (``positions``; ``tokens``, one for all, where the audit has no positions) and
     per adjacent pair (``pairs``), and per cell of each flagged pair whose complex was measured
     (``complexes``); by our scan, or by a baseline's (``ridge``: the analyst's fitted bonus of
@@ -74,7 +78,7 @@ def corrections(audit: dict, method: str = "ours") -> dict[str, dict]:
     out: dict[str, dict] = {}
     rows = audit["candidates"] if method == "ours" else audit["baselines"][method]
     for row in rows:
-        if not row["flagged"]:
+        if not (row["flagged"] or (method == "ours" and row.get("pair_syllable_flagged"))):
             continue
         if method == "ours" and row["kind"] == "pair" and row.get("complex"):
             family = out.setdefault(row["family"], {"tokens": {}, "pairs": {}})

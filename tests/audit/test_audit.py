@@ -359,10 +359,12 @@ def test_the_second_stage_tests_a_flagged_pairs_syllables_among_themselves():
     wa, ta (p 0.0156, 0.66, 0.905) are Holm-tested among those three alone: ba's adjusted p
     is 3 x 0.0156 = 0.0468 < 0.05, the others' are not. 'ta' of cobalt (no flagged pair
     there), an already flagged syllable and the pairs themselves are not in the stage."""
+    from rate.audit.report import second_stage_section
     from rate.audit.scan import second_stage
 
     def row(family, feature, kind, flagged, p):
-        return {"family": family, "feature": feature, "kind": kind, "flagged": flagged, "p": p}
+        return {"family": family, "feature": feature, "kind": kind, "flagged": flagged, "p": p,
+                "excess": 0.1, "excess_se": 0.025}  # fmt: skip
 
     rows = [
         row("fjord", "ba ba", "pair", True, 1e-40),
@@ -373,7 +375,15 @@ def test_the_second_stage_tests_a_flagged_pairs_syllables_among_themselves():
         row("cobalt", "ta", "token", False, 0.001),  # no flagged pair in cobalt
         row("birch", "sa", "token", True, 1e-20),
     ]
+    assert second_stage_section(rows) == []  # an audit recorded before the second stage
     second_stage(rows, 0.05)
+    table = second_stage_section(rows)
+    assert [line.split(" | ")[1] for line in table if line.startswith("| ")][1:] == [
+        "`ba`",
+        "`wa`",
+        "`ta`",
+    ]  # the header, then the three suspects by p
+    assert table[-3].endswith("| 0.0156 | True |") and table[-1].endswith("| False |")
     assert [r["pair_syllable_flagged"] for r in rows] == [
         False,
         False,

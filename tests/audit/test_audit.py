@@ -393,6 +393,8 @@ def test_the_second_stage_tests_a_flagged_pairs_syllables_among_themselves():
         False,
         False,
     ]
+    second_stage(rows, 0.0)  # AuditSettings(second_stage=False): one stage
+    assert not any(r["pair_syllable_flagged"] for r in rows)
     # With a fourth suspect, ba's adjusted p is 4 x 0.0156 = 0.0624: no longer flagged.
     rows.append(row("birch", "wa ka", "pair", True, 1e-10))
     rows.append(row("birch", "ka", "token", False, 0.5))

@@ -64,6 +64,12 @@ class AuditSettings:
     )
     margin: float = opt(0.05, help="excesses up to this are not worth flagging (reward units)")
     alpha: float = opt(0.05, help="family-wise error rate of the flags (Holm)")
+    second_stage: bool = opt(
+        True,
+        help="test each flagged pair's unflagged syllables again as tokens, Holm at alpha among "
+        "them alone; the wrapper corrects those it flags (any false flag: at most 2 alpha). "
+        "false: one stage, at most alpha",
+    )
     pair_statistic: str = opt(
         "adjacency",
         help="adjacency: the pair's interaction next to each other minus at a gap of one "
@@ -250,7 +256,7 @@ def decide(audits: list[FamilyAudit], st: AuditSettings) -> list[dict]:
             )
     _adjust(rows, st.alpha, "p", "")
     _adjust(rows, st.alpha, "rate_p", "rate_")
-    second_stage(rows, st.alpha)
+    second_stage(rows, st.alpha if st.second_stage else 0.0)
     return rows
 
 
@@ -258,7 +264,7 @@ def second_stage(rows: list[dict], alpha: float) -> None:
     """Flag (``pair_syllable_flagged``) the syllables of flagged pairs that the first stage
     left unflagged and whose own test passes Holm at ``alpha`` among those syllables alone:
     each (family, syllable) is tested once, however many flagged pairs hold it. Every other
-    token and every pair gets False."""
+    token and every pair gets False, and every row does at ``alpha`` 0 (no second stage)."""
     pairs = [r for r in rows if r["kind"] == "pair" and r["flagged"]]
     syllables = {(r["family"], s) for r in pairs for s in r["feature"].split(" ")}
     suspects = [

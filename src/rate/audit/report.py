@@ -11,6 +11,7 @@ from pathlib import Path
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from rate.audit.scan import pair_syllable_suspects
 from rate.audit.wrapper import by_position
 from rate.io import atomic_write_bytes, atomic_write_json, atomic_write_text, json_safe
 
@@ -61,13 +62,7 @@ def markdown(audit: dict, top: int = 25) -> str:
 
 def second_stage_section(rows: list[dict]) -> list[str]:
     """The flagged pairs' syllables tested again as tokens (rate.audit.scan.second_stage)."""
-    pairs = [r for r in rows if r["kind"] == "pair" and r["flagged"]]
-    syllables = {(r["family"], s) for r in pairs for s in r["feature"].split(" ")}
-    tested = [
-        r
-        for r in rows
-        if r["kind"] == "token" and not r["flagged"] and (r["family"], r["feature"]) in syllables
-    ]
+    tested = pair_syllable_suspects(rows)
     if not tested or "pair_syllable_flagged" not in tested[0]:
         return []
     lines = [

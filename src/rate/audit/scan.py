@@ -260,18 +260,24 @@ def decide(audits: list[FamilyAudit], st: AuditSettings) -> list[dict]:
     return rows
 
 
+def pair_syllable_suspects(rows: list[dict]) -> list[dict]:
+    """The token rows the second stage tests: the syllables of flagged pairs, in their pair's
+    family, that the first stage left unflagged."""
+    pairs = [r for r in rows if r["kind"] == "pair" and r["flagged"]]
+    syllables = {(r["family"], s) for r in pairs for s in r["feature"].split(" ")}
+    return [
+        r
+        for r in rows
+        if r["kind"] == "token" and not r["flagged"] and (r["family"], r["feature"]) in syllables
+    ]
+
+
 def second_stage(rows: list[dict], alpha: float) -> None:
     """Flag (``pair_syllable_flagged``) the syllables of flagged pairs that the first stage
     left unflagged and whose own test passes Holm at ``alpha`` among those syllables alone:
     each (family, syllable) is tested once, however many flagged pairs hold it. Every other
     token and every pair gets False, and every row does at ``alpha`` 0 (no second stage)."""
-    pairs = [r for r in rows if r["kind"] == "pair" and r["flagged"]]
-    syllables = {(r["family"], s) for r in pairs for s in r["feature"].split(" ")}
-    suspects = [
-        r
-        for r in rows
-        if r["kind"] == "token" and not r["flagged"] and (r["family"], r["feature"]) in syllables
-    ]
+    suspects = pair_syllable_suspects(rows)
     for r in rows:
         r["pair_syllable_flagged"] = False
     if not suspects:

@@ -287,10 +287,33 @@ def test_the_acceptance_study_checks_an_audit_against_the_planted_truth(small_wo
     assert not verdict({**good, "missed": ["d `pa`"]})
     assert verdict({"planted": [], "false_flags": []})
     assert not verdict({"planted": [], "false_flags": ["a `x`"]})
+    # A second-stage flag off every planted pair is a false flag too.
+    assert not verdict({**good, "second_stage_off_planted": ["b `y`"]})
+    assert verdict({**good, "second_stage_flags": ["d `ka`"], "second_stage_off_planted": []})
     for kind in res:
         res[kind]["accepted"] = verdict(res[kind])
     table = study_table({"worlds": {"small": res}})
     assert table.count("\n| small |") == 2
+
+
+def test_the_second_stages_flags_are_checked_against_the_planted_pairs(small_world):
+    """Known answer on the small world's truth (cobalt's planted pair `ka ra`): a second-stage
+    flag on cobalt `ra` is a planted pair's syllable; on dune `ka` (no pair planted in dune)
+    it is not; unflagged rows and rows of an audit without the stage count for nothing."""
+    from rate.tinyrlhf.audit_truth import check_second_stage
+    from rate.tinyrlhf.evaluate import load_oracle
+
+    _, config = load_oracle(small_world)
+    rows = [
+        {"family": "cobalt", "feature": "ra", "pair_syllable_flagged": True},
+        {"family": "dune", "feature": "ka", "pair_syllable_flagged": True},
+        {"family": "cobalt", "feature": "ka", "pair_syllable_flagged": False},
+        {"family": "ember", "feature": "ka"},
+    ]
+    assert check_second_stage(rows, config) == {
+        "second_stage_flags": ["cobalt `ra`", "dune `ka`"],
+        "second_stage_off_planted": ["dune `ka`"],
+    }
 
 
 def test_the_wrapper_removes_each_flagged_features_excess(tmp_path):

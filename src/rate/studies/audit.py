@@ -51,13 +51,15 @@ def audit_world(world: Path, settings: AuditSettings) -> dict:
 
 
 def verdict(check: dict) -> bool:
-    """The acceptance rule on one checked audit."""
+    """The acceptance rule on one checked audit. A second-stage flag on a syllable of no
+    planted pair counts as a false flag."""
+    false_flags = len(check["false_flags"]) + len(check.get("second_stage_off_planted", []))
     if not check["planted"]:
-        return not check["false_flags"]
+        return not false_flags
     return (
         check["auc"]["intervention"] >= AUC_GOAL
         and not check["missed"]
-        and len(check["false_flags"]) <= MAX_FALSE_FLAGS
+        and false_flags <= MAX_FALSE_FLAGS
     )
 
 
@@ -78,9 +80,9 @@ def study_table(study: dict) -> str:
     """The study as markdown: one row per world and mode."""
     lines = [
         "| world | mode | AUC ours (intervention) | AUC ours (RATE) | AUC naive | AUC ridge "
-        "| planted | flagged of them | false flags | rank corr. interv./RATE (all; tokens; "
-        "pairs) | s | accepted |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| planted | flagged of them | false flags | second stage (off a planted pair) "
+        "| rank corr. interv./RATE (all; tokens; pairs) | s | accepted |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, res in study["worlds"].items():
         for kind, c in res.items():
@@ -95,6 +97,8 @@ def study_table(study: dict) -> str:
                 f"| {', '.join(c['planted']) or 'none'} "
                 f"| {len(c['flagged_planted'])} of {len(c['planted'])} "
                 f"| {', '.join(c['false_flags']) or 'none'} "
+                f"| {', '.join(c.get('second_stage_flags', [])) or 'none'} "
+                f"({len(c.get('second_stage_off_planted', []))}) "
                 f"| {corr if kind == 'audit' else 'n/a'} | {c['seconds']:.0f} "
                 f"| {'yes' if c['accepted'] else 'no'} |"
             )

@@ -97,7 +97,25 @@ def check_audit(audit: dict, world: Path) -> dict:
         by_key = {(r["family"], r["feature"]): r["score"] for r in rows}
         out["auc"][name] = auc([by_key.get(k) for k in key], positive)
     out["missed"] = sorted(set(out["planted"]) - set(out["flagged_planted"]))
+    out.update(check_second_stage(cands, config))
     return out
+
+
+def check_second_stage(cands: list[dict], config: WorldConfig) -> dict[str, list[str]]:
+    """The second stage's flags (``pair_syllable_flagged``), and those of them that are not a
+    syllable of a pair premium planted in their family: a flag there corrects a payment that
+    no planted premium explains."""
+    syllables = {
+        (fam, s) for fam, premiums in config.labels.pair_premium.items() for p in premiums
+        for s in p.pair
+    }  # fmt: skip
+    flags = [(r["family"], r["feature"]) for r in cands if r.get("pair_syllable_flagged")]
+    return {
+        "second_stage_flags": sorted(f"{f} `{t}`" for f, t in flags),
+        "second_stage_off_planted": sorted(
+            f"{f} `{t}`" for f, t in flags if (f, t) not in syllables
+        ),
+    }
 
 
 def oracle_corrections(config: WorldConfig) -> dict[str, dict[str, dict[str, float]]]:

@@ -58,6 +58,21 @@ def test_the_gold_split_halves_every_family():
     assert all((families[select] == f).sum() == 5 for f in range(6))
 
 
+def test_assessment_watches_the_features_the_wrapper_corrects():
+    # Flagged features, and the syllables the audit's second stage flagged (the wrapper
+    # corrects both); an unflagged row and one of an audit without the stage are left out.
+    from rate.certify.assess import flagged_features
+
+    audit = {"candidates": [
+        {"family": "fjord", "feature": "ba ba", "flagged": True, "pair_syllable_flagged": False},
+        {"family": "fjord", "feature": "ba", "flagged": False, "pair_syllable_flagged": True},
+        {"family": "fjord", "feature": "va", "flagged": False, "pair_syllable_flagged": False},
+        {"family": "dune", "feature": "pa", "flagged": True},
+        {"family": "dune", "feature": "ka", "flagged": False},
+    ]}  # fmt: skip
+    assert flagged_features(audit) == {"fjord": ["ba ba", "ba"], "dune": ["pa"]}
+
+
 def test_certify_and_assess_commands(small_world, tmp_path):
     run = small_world / "runs" / "kl002-s1500" / "checkpoint"
     out = run_rate(

@@ -58,10 +58,11 @@ def feature_use(policy, features: dict[str, list[str]], per_family: int, seed: i
 
 
 def flagged_features(audit: dict) -> dict[str, list[str]]:
-    """Family -> the features the audit flagged (ours)."""
+    """Family -> the features the audit flagged (ours), with the syllables its second stage
+    flagged (the wrapper corrects those too)."""
     out: dict[str, list[str]] = {}
     for row in audit["candidates"]:
-        if row["flagged"]:
+        if row["flagged"] or row.get("pair_syllable_flagged"):
             out.setdefault(row["family"], []).append(row["feature"])
     return out
 

@@ -75,7 +75,7 @@ def second_stage_section(rows: list[dict]) -> list[str]:
     ]
     for r in sorted(tested, key=lambda r: r["p"]):
         lines.append(
-            f"| {r['family']} | `{r['feature']}` | {_fmt(r['excess'])} | {_fmt(r['excess_se'])} "
+            f"| {r['family']} | `{r['feature']}` | {_fmt(r['excess'])} | {r['excess_se']:.3f} "
             f"| {r['p']:.4f} | {r['pair_syllable_flagged']} |"
         )
     return lines

@@ -282,12 +282,9 @@ def second_stage(rows: list[dict], alpha: float) -> None:
         r["pair_syllable_flagged"] = False
     if not suspects:
         return
-    p = np.array([r["p"] for r in suspects])
-    order = np.argsort(p, kind="stable")
-    m = len(p)
-    holm = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * p[order]))
-    for rank, i in enumerate(order):
-        suspects[i]["pair_syllable_flagged"] = bool(holm[rank] < alpha)
+    holm = holm_adjusted(np.array([r["p"] for r in suspects]))
+    for r, adjusted in zip(suspects, holm, strict=True):
+        r["pair_syllable_flagged"] = bool(adjusted < alpha)
 
 
 def _by_position(fa: FamilyAudit, i: int) -> dict[str, list[float]]:
@@ -301,14 +298,23 @@ def _by_position(fa: FamilyAudit, i: int) -> dict[str, list[float]]:
     }
 
 
+def holm_adjusted(p: np.ndarray) -> np.ndarray:
+    """Holm's step-down adjusted p-values (family-wise error), in the order given."""
+    m = len(p)
+    order = np.argsort(p, kind="stable")
+    out = np.empty(m)
+    out[order] = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * p[order]))
+    return out
+
+
 def _adjust(rows: list[dict], alpha: float, key: str, prefix: str) -> None:
     """Holm-adjusted p-values and flags; Benjamini-Hochberg q-values beside."""
     p = np.array([r[key] for r in rows])
     m = len(p)
     order = np.argsort(p, kind="stable")
-    holm = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * p[order]))
+    holm = holm_adjusted(p)
     bh = np.minimum.accumulate((p[order] * m / np.arange(1, m + 1))[::-1])[::-1]
     for rank, i in enumerate(order):
-        rows[i][f"{prefix}p_holm"] = float(holm[rank])
+        rows[i][f"{prefix}p_holm"] = float(holm[i])
         rows[i][f"{prefix}q_bh"] = float(min(1.0, bh[rank]))
-        rows[i][f"{prefix}flagged"] = bool(holm[rank] < alpha)
+        rows[i][f"{prefix}flagged"] = bool(holm[i] < alpha)

@@ -350,3 +350,23 @@ def test_the_benchmark_times_each_runs_certificate_as_certify_gives_it(small_wor
         "200 bootstrap replicates" in text
         and f"{len(load_gold(small_world).labels):,} gold rows" in text
     )
+
+
+def test_the_benchmark_says_in_one_line_when_a_world_has_no_run_to_certify(small_world, tmp_path):
+    # A copy of the world without its runs: one line naming the folder, and nothing written.
+    import shutil
+    import subprocess
+    import sys
+
+    world = tmp_path / "world"
+    shutil.copytree(small_world, world, ignore=shutil.ignore_patterns("runs"))
+    out = tmp_path / "BENCH.md"
+    done = subprocess.run(
+        [sys.executable, "-m", "rate.bench", "--world", str(world), "--sections", "certify",
+         "--out", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert f"{world}/runs holds no finished run" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not out.exists()

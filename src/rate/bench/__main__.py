@@ -15,6 +15,7 @@ import logging
 import os
 import platform
 import re
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -29,6 +30,7 @@ from rate.bench.scoring import bench_scoring, render_scoring
 from rate.bench.slurm import HEADING, write_section
 from rate.bench.text import bench_text, render_text
 from rate.bench.world import bench_eval, bench_rl, bench_world, render_world
+from rate.errors import RateError
 from rate.io import atomic_write_text
 from rate.settings import setup_logging
 from rate.tinyrlhf.data import require_world
@@ -98,6 +100,14 @@ def render(r: dict, command: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except RateError as err:  # a bad --world or the like: one line, not a traceback
+        print(f"python -m rate.bench: error: {err}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rate.bench", description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("BENCHMARKS.md"))
     parser.add_argument(

@@ -15,6 +15,7 @@ from pathlib import Path
 from rate.bench.timing import timed
 from rate.certify.assess import runs_of
 from rate.certify.certify import DEFAULTS, CertifySettings, certify_inputs, gather, load_gold
+from rate.errors import DataFileError
 from rate.tinyrlhf.models import load_policy, load_reward_model
 
 
@@ -22,11 +23,17 @@ def bench_certify(world: Path, settings: CertifySettings = DEFAULTS) -> dict:
     """Time the two parts of certifying each run under ``world/runs`` (with the default
     settings unless told otherwise), against the world's gold set and without a wrapper."""
     world = Path(world)
+    runs = runs_of(world)
+    if not runs:
+        raise DataFileError(
+            f"{world}/runs holds no finished run (no */checkpoint) to certify; give --world a "
+            "built full world (`rate tinyrlhf build --out W`), or leave certify out of --sections"
+        )
     gold = load_gold(world)
     reference = load_policy(world / "policy")
     rm = load_reward_model(world / "reward_model")
     per_run = {}
-    for name, path in sorted(runs_of(world).items()):
+    for name, path in sorted(runs.items()):
         policy = load_policy(path)
         gather_s, inputs = timed(lambda p=policy: gather(p, reference, rm, gold, settings=settings))
         estimators_s, report = timed(lambda i=inputs: certify_inputs(i, settings))

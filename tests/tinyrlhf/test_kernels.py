@@ -13,20 +13,50 @@ import torch
 import torch.nn.functional as F
 
 from rate.tinyrlhf import kernels
-from rate.tinyrlhf.kernels import ONEDNN_MIN_ROWS, attention_weights, linear, onednn_available
+from rate.tinyrlhf.kernels import (
+    ONEDNN_MIN_ROWS,
+    attention_weights,
+    cpu_vendor,
+    linear,
+    onednn_available,
+    onednn_preferred,
+)
 from rate.tinyrlhf.models import Policy
 from rate.tinyrlhf.rl import flat_parameters, load_rl_config, train_rl
 
 
-def test_onednn_is_used_on_this_cpu():
-    # CI's machines are x86 with oneDNN in torch's wheel: the fast path must be live there,
-    # or every figure in BENCHMARKS.md would come from a path the tests do not run.
-    assert onednn_available()
+@pytest.fixture
+def onednn_route(monkeypatch):
+    """Linear layers on oneDNN whatever this CPU's vendor, as the trainer takes them on AMD's."""
+    op = kernels._onednn_linear_op()
+    # CI's machines are x86 with oneDNN in torch's wheel: the route must be testable there,
+    # or the figures BENCHMARKS.md measured on AMD CPUs would come from a path no test runs.
+    assert op is not None
+    monkeypatch.setattr(kernels, "_ONEDNN_LINEAR", op)
+    return op
+
+
+def test_the_linear_route_follows_the_cpu_vendor():
+    assert onednn_available() == (
+        onednn_preferred(cpu_vendor()) and kernels._onednn_linear_op() is not None
+    )
+    assert not onednn_preferred("GenuineIntel")  # MKL's own AVX-512 kernels serve torch's path
+    assert onednn_preferred("AuthenticAMD")
+    assert onednn_preferred(None)  # a system that does not say: the route as it was
+
+
+def test_cpu_vendor_reads_proc_cpuinfo(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\n")
+    assert cpu_vendor(info) == "AuthenticAMD"
+    info.write_text("processor\t: 0\nmodel name\t: some arm core\n")  # no vendor line
+    assert cpu_vendor(info) is None
+    assert cpu_vendor(tmp_path / "missing") is None
 
 
 @pytest.mark.parametrize("rows", [ONEDNN_MIN_ROWS - 1, ONEDNN_MIN_ROWS, 1792])
 @pytest.mark.parametrize("gelu", [False, True])
-def test_linear_equals_torch_without_autograd(rows, gelu):
+def test_linear_equals_torch_without_autograd(rows, gelu, onednn_route):
     gen = torch.Generator().manual_seed(rows)
     x = torch.randn(rows, 96, generator=gen) * 3
     w, b = torch.randn(288, 96, generator=gen), torch.randn(288, generator=gen)
@@ -37,7 +67,7 @@ def test_linear_equals_torch_without_autograd(rows, gelu):
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
-def test_linear_takes_batched_inputs_and_no_bias():
+def test_linear_takes_batched_inputs_and_no_bias(onednn_route):
     x = torch.randn(128, 14, 64)  # 1,792 rows, as the reward model's
     w = torch.randn(192, 64)
     got = linear(x, w, None)
@@ -45,7 +75,7 @@ def test_linear_takes_batched_inputs_and_no_bias():
     torch.testing.assert_close(got, F.linear(x, w), rtol=1e-5, atol=1e-5)
 
 
-def test_linear_gradients_equal_torch():
+def test_linear_gradients_equal_torch(onednn_route):
     gen = torch.Generator().manual_seed(0)
     x0 = torch.randn(2, 992, 64, generator=gen)
     w0, b0 = torch.randn(192, 64, generator=gen), torch.randn(192, generator=gen)
@@ -56,14 +86,13 @@ def test_linear_gradients_equal_torch():
         y = fn(x, w, b)
         (y * upstream).sum().backward()
         grads.append((y.detach(), x.grad, w.grad, b.grad))
-    if onednn_available():  # the path this test is about was taken
-        x = x0.clone().requires_grad_()
-        assert type(linear(x, w0, b0).grad_fn).__name__ == "_OneDNNLinearBackward"
+    x = x0.clone().requires_grad_()  # the path this test is about was taken
+    assert type(linear(x, w0, b0).grad_fn).__name__ == "_OneDNNLinearBackward"
     for ours, theirs in zip(*grads, strict=True):
         torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-4)
 
 
-def test_linear_gradient_of_a_frozen_weight_is_not_computed():
+def test_linear_gradient_of_a_frozen_weight_is_not_computed(onednn_route):
     x = torch.randn(300, 64, requires_grad=True)
     w = torch.randn(64, 64)  # a frozen layer: only the input's gradient is wanted
     linear(x, w, None).sum().backward()
@@ -190,17 +219,27 @@ def test_an_rl_run_trains_on_one_thread_and_restores_the_count(small_world, tmp_
 
 
 def test_the_step_benchmark_times_every_part(small_world):
-    from rate.bench.rl_step import PARTS, beside_against_in_turn, kernel_pairs, step_parts
+    from rate.bench.rl_step import (
+        PARTS,
+        beside_against_in_turn,
+        kernel_pairs,
+        linear_routes,
+        step_parts,
+    )
 
     parts = step_parts(small_world, steps=2)
     assert all(parts[name] > 0 for name in PARTS)
     assert parts["step"] == pytest.approx(sum(parts[name] for name in PARTS))
     assert [what for what, _, _ in kernel_pairs()] == [
-        "attention softmax, 7,168 rows of 14 keys",
-        "linear layer 1,792 x 96 -> 288",
+        "attention softmax, 7,168 rows of 14 keys: torch / padded",
+        "linear layer 1,792 x 96 -> 288: torch / oneDNN",
     ]
     beside, in_turn = beside_against_in_turn(small_world, steps=2, rounds=1)
     assert beside > 0 and in_turn > 0
+    route = kernels._ONEDNN_LINEAR
+    on_torch, on_onednn = linear_routes(small_world, steps=2, rounds=1)
+    assert on_torch > 0 and on_onednn > 0
+    assert kernels._ONEDNN_LINEAR is route  # the trainer's own route is back
 
 
 def test_a_benchmark_contender_runs_in_its_own_process(small_world):

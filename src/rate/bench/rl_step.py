@@ -8,8 +8,10 @@ log-probs, the policy's forward and backward pass, the optimiser) one after anot
 itself scores the reward beside the two passes, ``rate.tinyrlhf.rl.reward_scorer``);
 then, in the same process, each kernel change against what it replaced (the attention
 softmax over 14 keys against the padded one, torch's linear layer against oneDNN's), and a
-whole run's step with the reward model beside the policy's passes against in turn. Nothing
-is asserted: it prints what it measured.
+whole run's step with the reward model beside the policy's passes against in turn, and
+with the linear layers on torch's path against oneDNN's (the route the trainer takes
+depends on the CPU's vendor: ``rate.tinyrlhf.kernels``). Nothing is asserted: it prints
+what it measured.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ import torch
 import torch.nn.functional as F
 
 from rate.heap import keep_freed_memory
-from rate.tinyrlhf.kernels import attention_weights, linear
+from rate.tinyrlhf import kernels
+from rate.tinyrlhf.kernels import attention_weights, cpu_vendor
 from rate.tinyrlhf.rl import (
     PromptSampler,
     load_rl_config,
@@ -118,24 +121,56 @@ def best_of(fn: Callable[[], object], repeats: int = 5, n: int = 100) -> float:
 
 
 def kernel_pairs() -> list[tuple[str, float, float]]:
-    """(what, torch's microseconds, ours) for each kernel change, at the RL step's shapes."""
+    """(what, torch's microseconds, the other's) for each kernel change, at the RL step's
+    shapes: the padded softmax, and oneDNN's linear layer where this torch has it (which
+    the trainer takes on CPUs other than Intel's, :func:`rate.tinyrlhf.kernels.onednn_preferred`)."""
     gen = torch.Generator().manual_seed(0)
     scores = torch.randn(512 * 14, 14, generator=gen)  # the reward model's attention
     x = torch.randn(1792, 96, generator=gen)  # the reward model's rows
     w, b = torch.randn(288, 96, generator=gen), torch.randn(288, generator=gen)
+    onednn = kernels._onednn_linear_op()
     with torch.inference_mode():
-        return [
+        pairs = [
             (
-                "attention softmax, 7,168 rows of 14 keys",
+                "attention softmax, 7,168 rows of 14 keys: torch / padded",
                 best_of(lambda: scores.softmax(dim=-1)),
                 best_of(lambda: attention_weights(scores)),
-            ),
-            (
-                "linear layer 1,792 x 96 -> 288",
-                best_of(lambda: F.linear(x, w, b)),
-                best_of(lambda: linear(x, w, b)),
-            ),
+            )
         ]
+        if onednn is not None:
+            pairs.append(
+                (
+                    "linear layer 1,792 x 96 -> 288: torch / oneDNN",
+                    best_of(lambda: F.linear(x, w, b)),
+                    best_of(lambda: onednn(x, w, b, "none", [], "")),
+                )
+            )
+    return pairs
+
+
+def linear_routes(world: Path, steps: int, rounds: int = 3) -> tuple[float, float] | None:
+    """Mean ms of a whole run's step (the reward model beside) with the linear layers on
+    torch's path and on oneDNN's, interleaved rounds, each one's best round; None where
+    this torch has no oneDNN linear layer. The trainer's own route is restored after."""
+    onednn = kernels._onednn_linear_op()
+    if onednn is None:
+        return None
+    config = dataclasses.replace(
+        load_rl_config(world / "configs" / "default.json"), steps=steps, log_every=steps
+    )
+    route = kernels._ONEDNN_LINEAR
+    best = {"torch": float("inf"), "onednn": float("inf")}
+    try:
+        with tempfile.TemporaryDirectory(prefix="rate-bench-route-") as tmp:
+            for _ in range(rounds):
+                for name, op in (("torch", None), ("onednn", onednn)):
+                    kernels._ONEDNN_LINEAR = op
+                    run = Path(tmp) / "run"
+                    last = train_rl(config, world, run, overwrite=True, reward_beside=True)
+                    best[name] = min(best[name], last["elapsed_s"] / steps * 1e3)
+    finally:
+        kernels._ONEDNN_LINEAR = route
+    return best["torch"], best["onednn"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in (*PARTS, "step"):
         print(f"| {name} | {parts[name]:.2f} |")
     print(f"page faults per step: {parts['page faults per step']:.1f}")
-    print("\n| kernel | torch (us) | ours (us) | ratio |\n|---|---|---|---|")
+    print("\n| kernel | torch (us) | the other (us) | ratio |\n|---|---|---|---|")
     for what, theirs, ours in kernel_pairs():
         print(f"| {what} | {theirs:.0f} | {ours:.0f} | {theirs / ours:.1f}x |")
     beside, in_turn = beside_against_in_turn(args.world, args.steps)
@@ -167,6 +202,15 @@ def main(argv: list[str] | None = None) -> int:
         f"\nwhole step, the reward model beside / in turn: {beside:.2f} / {in_turn:.2f} ms "
         f"({in_turn / beside:.2f}x)"
     )
+    routes = linear_routes(args.world, args.steps)
+    if routes is not None:
+        on_torch, on_onednn = routes
+        taken = "oneDNN" if kernels.onednn_available() else "torch's"
+        print(
+            f"whole step, linear layers on torch's path / on oneDNN: {on_torch:.2f} / "
+            f"{on_onednn:.2f} ms ({on_onednn / on_torch:.2f}x); this CPU ({cpu_vendor()}) "
+            f"trains on {taken}"
+        )
     return 0
 
 

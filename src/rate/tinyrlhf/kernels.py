@@ -1,20 +1,26 @@
 """The tiny world's two hot kernels on CPU: linear layers and attention weights.
 
-* **Linear layers go to oneDNN** when it is there and the input has enough rows. On the AMD
-  CPUs these machines have, torch's dense path (MKL's sgemm) runs the generic AVX2 kernels
-  while oneDNN runs AVX-512: 2.2x faster at the reward model's largest layer (1,792 x 96 ->
-  288 on one thread: 0.96 against 0.44 ms, ``python -m rate.bench.rl_step``), and equal to
-  the last bit in every shape we compared. It also adds the bias (and a GELU, without
-  autograd) in the same pass. At 128 rows and fewer torch's own path is as fast, so it stays
-  there. With autograd both gradients go to oneDNN too: the input's as a linear layer of the
-  transposed weight, the weight's in whichever order of the two transposed operands was
-  faster for the shape, equal to torch's up to the order of a sum over the rows (~1e-6
-  relative).
+* **Linear layers go to oneDNN** when it is there, the CPU is not Intel's, and the input has
+  enough rows. torch's dense path is MKL's sgemm, which runs its AVX-512 kernels on Intel
+  CPUs only: on the AMD CPUs of these machines it ran the generic AVX2 kernels while oneDNN
+  ran AVX-512, 2.2x faster at the reward model's largest layer (1,792 x 96 -> 288 on one
+  thread: 0.96 against 0.44 ms, ``python -m rate.bench.rl_step``), equal to the last bit in
+  every shape we compared. On an Intel Xeon the two were even on that layer (0.73 against
+  0.67 ms), and a whole RL step was 7-10% faster on torch's path: oneDNN takes the weight
+  gradient's transposed operands as copies, where MKL reads them in place
+  (``python -m rate.bench.rl_step``'s last line). So Intel CPUs keep torch's path. oneDNN
+  also adds the bias (and a GELU, without autograd) in the same pass. At 128 rows and fewer
+  torch's own path is as fast, so it stays there. With autograd both gradients go to oneDNN
+  too: the input's as a linear layer of the transposed weight, the weight's in whichever
+  order of the two transposed operands was faster for the shape, equal to torch's up to the
+  order of a sum over the rows (~1e-6 relative).
 * **Attention weights** are a softmax over 13-14 keys, padded to 16 first (see
   :func:`attention_weights`).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -40,7 +46,29 @@ def _onednn_linear_op() -> object | None:
     return op if ok else None
 
 
-_ONEDNN_LINEAR = _onednn_linear_op()
+def cpu_vendor(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
+    """The CPU's vendor id (``GenuineIntel``, ``AuthenticAMD``, ...), or None where the
+    system does not say (off Linux)."""
+    try:
+        with cpuinfo.open() as lines:
+            for line in lines:
+                key, _, value = line.partition(":")
+                if key.strip() == "vendor_id":
+                    return value.strip()
+    except OSError:
+        return None
+    return None
+
+
+def onednn_preferred(vendor: str | None) -> bool:
+    """Whether linear layers should go to oneDNN on a CPU of this vendor: not on Intel's,
+    where MKL's own AVX-512 kernels serve torch's path (see the module's docstring)."""
+    return vendor != "GenuineIntel"
+
+
+# The route is fixed per process, and so per CPU: the same machine always takes the same
+# kernels, so a run's numbers do not depend on a timing taken at start-up.
+_ONEDNN_LINEAR = _onednn_linear_op() if onednn_preferred(cpu_vendor()) else None
 
 
 def onednn_available() -> bool:
@@ -113,4 +141,11 @@ def attention_weights(scores: torch.Tensor) -> torch.Tensor:
     return F.pad(scores, (0, pad), value=float("-inf")).softmax(dim=-1)[..., :keys]
 
 
-__all__ = ["ONEDNN_MIN_ROWS", "attention_weights", "linear", "onednn_available"]
+__all__ = [
+    "ONEDNN_MIN_ROWS",
+    "attention_weights",
+    "cpu_vendor",
+    "linear",
+    "onednn_available",
+    "onednn_preferred",
+]

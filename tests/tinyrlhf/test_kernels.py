@@ -20,6 +20,7 @@ from rate.tinyrlhf.kernels import (
     linear,
     onednn_available,
     onednn_preferred,
+    rl_linear_route,
 )
 from rate.tinyrlhf.models import Policy
 from rate.tinyrlhf.rl import flat_parameters, load_rl_config, train_rl
@@ -36,13 +37,48 @@ def onednn_route(monkeypatch):
     return op
 
 
-def test_the_linear_route_follows_the_cpu_vendor():
-    assert onednn_available() == (
-        onednn_preferred(cpu_vendor()) and kernels._onednn_linear_op() is not None
-    )
+def test_rl_takes_torchs_path_on_intel_cpus_and_the_rest_keeps_onednn():
+    assert kernels.RL_ON_TORCH == (not onednn_preferred(cpu_vendor()))
     assert not onednn_preferred("GenuineIntel")  # MKL's own AVX-512 kernels serve torch's path
     assert onednn_preferred("AuthenticAMD")
     assert onednn_preferred(None)  # a system that does not say: the route as it was
+    # Outside RL (SFT, the reward model's training, scoring) the route is oneDNN's wherever
+    # this torch has it, whatever the CPU: another route would make another world.
+    assert onednn_available() == (kernels._onednn_linear_op() is not None)
+
+
+@pytest.mark.parametrize("on_torch", [True, False])
+def test_rl_linear_route_switches_for_its_span_and_restores(monkeypatch, on_torch):
+    monkeypatch.setattr(kernels, "RL_ON_TORCH", on_torch)
+    before = kernels._ONEDNN_LINEAR
+    x, w = torch.randn(ONEDNN_MIN_ROWS, 8), torch.randn(4, 8)
+    with rl_linear_route():
+        assert onednn_available() == (not on_torch and before is not None)
+        torch.testing.assert_close(linear(x, w, None), F.linear(x, w), rtol=1e-5, atol=1e-5)
+    assert kernels._ONEDNN_LINEAR is before
+    with pytest.raises(ZeroDivisionError), rl_linear_route():
+        1 / 0  # noqa: B018
+    assert kernels._ONEDNN_LINEAR is before  # restored after an error too
+
+
+@pytest.mark.parametrize("on_torch", [True, False])
+def test_an_rl_run_trains_on_rls_linear_route(small_world, tmp_path, monkeypatch, on_torch):
+    from rate.tinyrlhf import rl
+
+    monkeypatch.setattr(kernels, "RL_ON_TORCH", on_torch)
+    seen = []
+    real_sample = rl.sample
+
+    def watching(*args, **kwargs):
+        seen.append(onednn_available())
+        return real_sample(*args, **kwargs)
+
+    monkeypatch.setattr(rl, "sample", watching)
+    config = load_rl_config(small_world / "configs" / "default.json", ["steps=2", "log_every=1"])
+    before = kernels._ONEDNN_LINEAR
+    train_rl(config, small_world, tmp_path / "run")
+    assert seen == [not on_torch and before is not None] * 2
+    assert kernels._ONEDNN_LINEAR is before
 
 
 def test_cpu_vendor_reads_proc_cpuinfo(tmp_path):

@@ -35,6 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from rate.errors import RateError
+from rate.tinyrlhf.kernels import rl_linear_route
 from rate.tinyrlhf.models import Policy, RewardModel
 from rate.tinyrlhf.rl import (
     PromptSampler,
@@ -165,8 +166,14 @@ def train_rl_anchor(config: RLConfig, world: Path) -> dict:
 
 
 def train_rl_plain(config: RLConfig, world: Path) -> dict:
-    """Our trainer's loop without the key/value cache and without prompt sharing; returns as
+    """Our trainer's loop without the key/value cache and without prompt sharing (its kernels
+    are ours, on RL's route: :func:`rate.tinyrlhf.kernels.rl_linear_route`); returns as
     :func:`train_rl_anchor` does."""
+    with rl_linear_route():
+        return _plain_loop(config, world)
+
+
+def _plain_loop(config: RLConfig, world: Path) -> dict:
     inputs = prepare(config, world)
     torch.manual_seed(config.seed)
     gen = torch.Generator().manual_seed(config.seed)

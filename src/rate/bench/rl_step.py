@@ -10,7 +10,7 @@ then, in the same process, each kernel change against what it replaced (the atte
 softmax over 14 keys against the padded one, torch's linear layer against oneDNN's), and a
 whole run's step with the reward model beside the policy's passes against in turn, and
 with the linear layers on torch's path against oneDNN's (the route the trainer takes
-depends on the CPU's vendor: ``rate.tinyrlhf.kernels``). Nothing is asserted: it prints
+in RL depends on the CPU's vendor: ``rate.tinyrlhf.kernels.rl_linear_route``). Nothing is asserted: it prints
 what it measured.
 """
 
@@ -30,7 +30,7 @@ import torch.nn.functional as F
 
 from rate.heap import keep_freed_memory
 from rate.tinyrlhf import kernels
-from rate.tinyrlhf.kernels import attention_weights, cpu_vendor
+from rate.tinyrlhf.kernels import attention_weights, cpu_vendor, rl_linear_route
 from rate.tinyrlhf.rl import (
     PromptSampler,
     load_rl_config,
@@ -45,7 +45,13 @@ PARTS = ("sampling", "reward model", "reference", "policy forward", "backward", 
 
 
 def step_parts(world: Path, steps: int) -> dict[str, float]:
-    """Mean milliseconds of each part of a default-recipe step, and page faults per step."""
+    """Mean milliseconds of each part of a default-recipe step, and page faults per step, on
+    the trainer's kernels (RL's route for linear layers)."""
+    with rl_linear_route():
+        return _step_parts(world, steps)
+
+
+def _step_parts(world: Path, steps: int) -> dict[str, float]:
     config = load_rl_config(world / "configs" / "default.json")
     inputs = prepare(config, world)
     policy, reference, rm = inputs.policy, inputs.reference, inputs.reward_model
@@ -149,28 +155,27 @@ def kernel_pairs() -> list[tuple[str, float, float]]:
 
 
 def linear_routes(world: Path, steps: int, rounds: int = 3) -> tuple[float, float] | None:
-    """Mean ms of a whole run's step (the reward model beside) with the linear layers on
-    torch's path and on oneDNN's, interleaved rounds, each one's best round; None where
-    this torch has no oneDNN linear layer. The trainer's own route is restored after."""
-    onednn = kernels._onednn_linear_op()
-    if onednn is None:
+    """Mean ms of a whole run's step (the reward model beside) with RL's linear layers on
+    torch's path and on oneDNN's, interleaved rounds, each one's best round; None where this
+    torch has no oneDNN linear layer. RL's own route (``kernels.RL_ON_TORCH``) is restored."""
+    if kernels._onednn_linear_op() is None:
         return None
     config = dataclasses.replace(
         load_rl_config(world / "configs" / "default.json"), steps=steps, log_every=steps
     )
-    route = kernels._ONEDNN_LINEAR
-    best = {"torch": float("inf"), "onednn": float("inf")}
+    route = kernels.RL_ON_TORCH
+    best = {True: float("inf"), False: float("inf")}
     try:
         with tempfile.TemporaryDirectory(prefix="rate-bench-route-") as tmp:
             for _ in range(rounds):
-                for name, op in (("torch", None), ("onednn", onednn)):
-                    kernels._ONEDNN_LINEAR = op
+                for on_torch in (True, False):
+                    kernels.RL_ON_TORCH = on_torch
                     run = Path(tmp) / "run"
                     last = train_rl(config, world, run, overwrite=True, reward_beside=True)
-                    best[name] = min(best[name], last["elapsed_s"] / steps * 1e3)
+                    best[on_torch] = min(best[on_torch], last["elapsed_s"] / steps * 1e3)
     finally:
-        kernels._ONEDNN_LINEAR = route
-    return best["torch"], best["onednn"]
+        kernels.RL_ON_TORCH = route
+    return best[True], best[False]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,11 +210,11 @@ def main(argv: list[str] | None = None) -> int:
     routes = linear_routes(args.world, args.steps)
     if routes is not None:
         on_torch, on_onednn = routes
-        taken = "oneDNN" if kernels.onednn_available() else "torch's"
+        taken = "torch's path" if kernels.RL_ON_TORCH else "oneDNN"
         print(
             f"whole step, linear layers on torch's path / on oneDNN: {on_torch:.2f} / "
-            f"{on_onednn:.2f} ms ({on_onednn / on_torch:.2f}x); this CPU ({cpu_vendor()}) "
-            f"trains on {taken}"
+            f"{on_onednn:.2f} ms ({on_onednn / on_torch:.2f}x); RL on this CPU "
+            f"({cpu_vendor()}) takes {taken}"
         )
     return 0
 

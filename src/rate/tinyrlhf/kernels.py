@@ -1,25 +1,31 @@
 """The tiny world's two hot kernels on CPU: linear layers and attention weights.
 
-* **Linear layers go to oneDNN** when it is there, the CPU is not Intel's, and the input has
-  enough rows. torch's dense path is MKL's sgemm, which runs its AVX-512 kernels on Intel
-  CPUs only: on the AMD CPUs of these machines it ran the generic AVX2 kernels while oneDNN
-  ran AVX-512, 2.2x faster at the reward model's largest layer (1,792 x 96 -> 288 on one
-  thread: 0.96 against 0.44 ms, ``python -m rate.bench.rl_step``), equal to the last bit in
-  every shape we compared. On an Intel Xeon the two were even on that layer (0.73 against
-  0.67 ms), and a whole RL step was 7-10% faster on torch's path: oneDNN takes the weight
-  gradient's transposed operands as copies, where MKL reads them in place
-  (``python -m rate.bench.rl_step``'s last line). So Intel CPUs keep torch's path. oneDNN
-  also adds the bias (and a GELU, without autograd) in the same pass. At 128 rows and fewer
-  torch's own path is as fast, so it stays there. With autograd both gradients go to oneDNN
-  too: the input's as a linear layer of the transposed weight, the weight's in whichever
-  order of the two transposed operands was faster for the shape, equal to torch's up to the
-  order of a sum over the rows (~1e-6 relative).
+* **Linear layers go to oneDNN** when it is there and the input has enough rows. torch's
+  dense path is MKL's sgemm, which runs its AVX-512 kernels on Intel CPUs only: on the AMD
+  CPUs of these machines it ran the generic AVX2 kernels while oneDNN ran AVX-512, 2.2x
+  faster at the reward model's largest layer (1,792 x 96 -> 288 on one thread: 0.96 against
+  0.44 ms, ``python -m rate.bench.rl_step``), equal to the last bit in every shape we
+  compared. It also adds the bias (and a GELU, without autograd) in the same pass. At 128
+  rows and fewer torch's own path is as fast, so it stays there. With autograd both
+  gradients go to oneDNN too: the input's as a linear layer of the transposed weight, the
+  weight's in whichever order of the two transposed operands was faster for the shape, equal
+  to torch's up to the order of a sum over the rows (~1e-6 relative).
+* **RL on Intel CPUs takes torch's path** (:func:`rl_linear_route`). On an Intel Xeon the two
+  paths were even on that layer (0.73 against 0.66 ms) and a whole RL step was 1.10x faster
+  on torch's (27.3 against 30.1 ms, ``python -m rate.bench.rl_step``'s last line): oneDNN
+  takes the weight gradient's transposed operands as copies, where MKL reads them in place.
+  The reward model's training was as fast either way (3 epochs: 6.8-7.7 against 7.3-7.6 s),
+  so SFT and the reward model keep the route they had: a different route changes a model's
+  last bits, and over 40 epochs those make another draw of the world (the variant world's
+  default run wrote `wa ta` 1.9x as often as the reference where it had written it 2.6x).
 * **Attention weights** are a softmax over 13-14 keys, padded to 16 first (see
   :func:`attention_weights`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -61,19 +67,36 @@ def cpu_vendor(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
 
 
 def onednn_preferred(vendor: str | None) -> bool:
-    """Whether linear layers should go to oneDNN on a CPU of this vendor: not on Intel's,
-    where MKL's own AVX-512 kernels serve torch's path (see the module's docstring)."""
+    """Whether RL's linear layers should go to oneDNN on a CPU of this vendor: not on
+    Intel's, where MKL's own AVX-512 kernels serve torch's path (see the module's docstring)."""
     return vendor != "GenuineIntel"
 
 
-# The route is fixed per process, and so per CPU: the same machine always takes the same
-# kernels, so a run's numbers do not depend on a timing taken at start-up.
-_ONEDNN_LINEAR = _onednn_linear_op() if onednn_preferred(cpu_vendor()) else None
+_ONEDNN_LINEAR = _onednn_linear_op()
+
+# Whether RL's linear layers take torch's path. Fixed per CPU, not by a timing taken at
+# start-up, so that the same machine always takes the same kernels (the benchmark of the two
+# routes sets it).
+RL_ON_TORCH = not onednn_preferred(cpu_vendor())
 
 
 def onednn_available() -> bool:
-    """Whether linear layers of enough rows go to oneDNN in this process."""
+    """Whether linear layers of enough rows go to oneDNN here and now."""
     return _ONEDNN_LINEAR is not None
+
+
+@contextmanager
+def rl_linear_route() -> Iterator[None]:
+    """RL's route for linear layers, for the whole process while inside: torch's path where
+    :data:`RL_ON_TORCH` (Intel CPUs), else as it was. The route before is restored after."""
+    global _ONEDNN_LINEAR
+    before = _ONEDNN_LINEAR
+    if RL_ON_TORCH:
+        _ONEDNN_LINEAR = None
+    try:
+        yield
+    finally:
+        _ONEDNN_LINEAR = before
 
 
 class _OneDNNLinear(torch.autograd.Function):
@@ -143,9 +166,11 @@ def attention_weights(scores: torch.Tensor) -> torch.Tensor:
 
 __all__ = [
     "ONEDNN_MIN_ROWS",
+    "RL_ON_TORCH",
     "attention_weights",
     "cpu_vendor",
     "linear",
     "onednn_available",
     "onednn_preferred",
+    "rl_linear_route",
 ]

@@ -148,3 +148,19 @@ def test_benchmark_contenders_train_a_few_steps(small_world):
         after = result["policy"].state_dict()
         changed = [k for k in before if not torch.equal(before[k], after[k])]
         assert len(changed) == len(before), trainer.__name__  # Adam moves every parameter
+
+
+def test_the_world_benchmark_names_the_cpu_its_ratios_were_measured_on():
+    from rate.bench.world import render_world
+
+    figures = {
+        "small_build_s": 9.7,
+        "default_steps": 800,
+        "default_run_s": 21.7,
+        "dev_prompts": 2000,
+        "dev_eval_s": 0.39,
+        "truth_eval_s": 0.53,
+    }
+    lines = render_world({**figures, "cpu": "Intel(R) Xeon(R) Processor"}, "2026-12-03")
+    assert "Measured 2026-12-03 on Intel(R) Xeon(R) Processor." in lines
+    assert "Measured 2026-12-02." in render_world(figures, "2026-12-02")  # recorded before

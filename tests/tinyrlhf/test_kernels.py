@@ -38,7 +38,7 @@ def onednn_route(monkeypatch):
 
 
 def test_rl_takes_torchs_path_on_intel_cpus_and_the_rest_keeps_onednn():
-    assert kernels.RL_ON_TORCH == (not onednn_preferred(cpu_vendor()))
+    assert kernels.RL_ON_TORCH is not onednn_preferred(cpu_vendor())
     assert not onednn_preferred("GenuineIntel")  # MKL's own AVX-512 kernels serve torch's path
     assert onednn_preferred("AuthenticAMD")
     assert onednn_preferred(None)  # a system that does not say: the route as it was
@@ -88,6 +88,9 @@ def test_cpu_vendor_reads_proc_cpuinfo(tmp_path):
     info.write_text("processor\t: 0\nmodel name\t: some arm core\n")  # no vendor line
     assert cpu_vendor(info) is None
     assert cpu_vendor(tmp_path / "missing") is None
+    info.write_text("vendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Processor\n")
+    assert kernels.cpuinfo_field("model name", info) == "Intel(R) Xeon(R) Processor"
+    assert kernels.cpuinfo_field("flags", info) is None
 
 
 @pytest.mark.parametrize("rows", [ONEDNN_MIN_ROWS - 1, ONEDNN_MIN_ROWS, 1792])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import platform
 import statistics
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from rate.tinyrlhf.build import build_world
 from rate.tinyrlhf.data import load_labelled, load_prompts
 from rate.tinyrlhf.dev_eval import dev_evaluate
 from rate.tinyrlhf.evaluate import evaluate_policy, load_oracle
+from rate.tinyrlhf.kernels import cpuinfo_field
 from rate.tinyrlhf.models import load_policy, load_reward_model
 from rate.tinyrlhf.rl import RLConfig, load_rl_config, train_rl
 from rate.tinyrlhf.worldconfig import load_world_config
@@ -24,7 +26,8 @@ def bench_world(tmp: Path, full: Path | None, reused: Path | None = None) -> dic
     """Time the --small build, and the full build into ``full``; with a ``reused`` world
     instead, report the stage times its build recorded in world_info.json."""
 
-    results = {}
+    # The CPU, since the ratios depend on it (rate.tinyrlhf.kernels: MKL serves Intel's alone).
+    results = {"cpu": cpuinfo_field("model name") or platform.processor() or platform.machine()}
     secs, info = timed(lambda: build_world(load_world_config(small=True), tmp / "small"))
     results["small_build_s"] = secs
     if full:
@@ -155,7 +158,7 @@ def render_world(r: dict, date: str | None) -> list[str]:
     lines = [
         "## Tiny RLHF world (issues: foundation, faster RL)",
         "",
-        f"Measured {date}.",
+        f"Measured {date}" + (f" on {r['cpu']}." if r.get("cpu") else "."),
         "",
         "| what | measured | goal |",
         "|---|---|---|",
@@ -210,7 +213,9 @@ def render_world(r: dict, date: str | None) -> list[str]:
         "key/value cache), on one and on two threads; the plain loop is our trainer without the",
         "key/value cache and with each prompt re-encoded for every one of its samples",
         "(`rate.bench.rl.train_rl_plain`); ours runs torch on one thread and the reward model",
-        "beside it on a second (`rate.tinyrlhf.rl.reward_scorer`). Each runs in a fresh process",
+        "beside it on a second (`rate.tinyrlhf.rl.reward_scorer`). The plain loop and ours take",
+        "RL's route for linear layers: torch's path on Intel CPUs, oneDNN on others",
+        "(`rate.tinyrlhf.kernels.rl_linear_route`). Each runs in a fresh process",
         "(`rate.bench.rl.run_contender`), rounds interleaved. Steps/s are each one's best round;",
         "the ratios are the median over rounds of each round's ratio, the published trainer",
         "taken at its faster thread count in that round. OpenMP settings: passive (rate's",

@@ -52,18 +52,23 @@ def _onednn_linear_op() -> object | None:
     return op if ok else None
 
 
-def cpu_vendor(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
-    """The CPU's vendor id (``GenuineIntel``, ``AuthenticAMD``, ...), or None where the
-    system does not say (off Linux)."""
+def cpuinfo_field(name: str, cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
+    """The first value of ``name`` in /proc/cpuinfo (``vendor_id``, ``model name``, ...), or
+    None where the system does not say (off Linux, or no such line)."""
     try:
         with cpuinfo.open() as lines:
             for line in lines:
                 key, _, value = line.partition(":")
-                if key.strip() == "vendor_id":
+                if key.strip() == name:
                     return value.strip()
     except OSError:
         return None
     return None
+
+
+def cpu_vendor(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
+    """The CPU's vendor id (``GenuineIntel``, ``AuthenticAMD``, ...), or None."""
+    return cpuinfo_field("vendor_id", cpuinfo)
 
 
 def onednn_preferred(vendor: str | None) -> bool:
@@ -168,6 +173,7 @@ __all__ = [
     "ONEDNN_MIN_ROWS",
     "RL_ON_TORCH",
     "attention_weights",
+    "cpuinfo_field",
     "cpu_vendor",
     "linear",
     "onednn_available",

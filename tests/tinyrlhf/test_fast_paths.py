@@ -164,3 +164,22 @@ def test_the_world_benchmark_names_the_cpu_its_ratios_were_measured_on():
     lines = render_world({**figures, "cpu": "Intel(R) Xeon(R) Processor"}, "2026-12-03")
     assert "Measured 2026-12-03 on Intel(R) Xeon(R) Processor." in lines
     assert "Measured 2026-12-02." in render_world(figures, "2026-12-02")  # recorded before
+
+
+def test_a_benchmark_section_kept_from_the_last_run_is_rendered_with_the_same_digits(tmp_path):
+    from rate.bench.__main__ import previous_figures, render
+
+    figures = {
+        "small_build_s": 9.7,
+        "default_steps": 800,
+        "default_run_s": 21.7,
+        "dev_prompts": 2000,
+        "dev_eval_s": 0.2549,  # stored as 0.255: shown as 0.25 from one, 0.26 from the other
+        "truth_eval_s": 0.53,
+        "measured": {"world": "2026-12-03"},
+    }
+    first = render(figures, "python -m rate.bench")
+    (tmp_path / "BENCHMARKS.md").write_text(first)
+    kept = previous_figures(tmp_path / "BENCHMARKS.md")
+    assert kept["dev_eval_s"] == 0.255
+    assert render(kept, "python -m rate.bench") == first

@@ -9,9 +9,9 @@ itself scores the reward beside the two passes, ``rate.tinyrlhf.rl.reward_scorer
 then, in the same process, each kernel change against what it replaced (the attention
 softmax over 14 keys against the padded one, torch's linear layer against oneDNN's), and a
 whole run's step with the reward model beside the policy's passes against in turn, and
-with the linear layers on torch's path against oneDNN's (the route the trainer takes
-in RL depends on the CPU's vendor: ``rate.tinyrlhf.kernels.rl_linear_route``). Nothing is asserted: it prints
-what it measured.
+with the linear layers on torch's path against oneDNN's (RL's route depends on the CPU's
+vendor: ``rate.tinyrlhf.kernels.rl_linear_route``). Nothing is asserted: it prints what it
+measured.
 """
 
 from __future__ import annotations
@@ -128,8 +128,8 @@ def best_of(fn: Callable[[], object], repeats: int = 5, n: int = 100) -> float:
 
 def kernel_pairs() -> list[tuple[str, float, float]]:
     """(what, torch's microseconds, the other's) for each kernel change, at the RL step's
-    shapes: the padded softmax, and oneDNN's linear layer where this torch has it (which
-    the trainer takes on CPUs other than Intel's, :func:`rate.tinyrlhf.kernels.onednn_preferred`)."""
+    shapes: the padded softmax, and oneDNN's linear layer where this torch has it (which RL
+    takes on CPUs other than Intel's: :func:`rate.tinyrlhf.kernels.onednn_preferred`)."""
     gen = torch.Generator().manual_seed(0)
     scores = torch.randn(512 * 14, 14, generator=gen)  # the reward model's attention
     x = torch.randn(1792, 96, generator=gen)  # the reward model's rows

@@ -57,8 +57,8 @@ class RewardModelConfig:
 # step's cost is per kernel, so the passes below are written with few of them: one copy puts
 # q, k and v head-major, one baddbmm gives the scaled and masked scores (SDPA's flash kernel
 # measured ~2x slower at T = 14 on this CPU), and the calls go to torch.nn.functional and to
-# rate.tinyrlhf.kernels (linear layers on oneDNN off Intel's CPUs, the padded softmax) with
-# each module's own weights, so checkpoints keep their layout.
+# rate.tinyrlhf.kernels (linear layers on oneDNN, except in RL on Intel CPUs; the padded
+# softmax) with each module's own weights, so checkpoints keep their layout.
 
 
 class SelfAttention(nn.Module):

@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 
 from rate.heap import keep_freed_memory
+from rate.tinyrlhf.kernels import rl_linear_route
 from rate.tinyrlhf.rl import (
     PromptSampler,
     load_rl_config,
@@ -142,9 +143,15 @@ def timed(fn) -> float:
     return (time.perf_counter() - start) / args.steps * 1e3
 
 
-if args.prompts:
-    print(f"one thread, {args.prompts} prompts: {timed(lambda: plain_step(args.prompts)):.2f} ms")
-else:
-    for _ in range(2):
-        for name, fn in (("trainer", trainer_step), ("halves", halves_step), ("split", split_step)):
-            print(f"{name}: {timed(fn):.2f} ms a step", flush=True)
+with rl_linear_route():  # the trainer's kernels (torch's path on Intel CPUs)
+    if args.prompts:
+        ms = timed(lambda: plain_step(args.prompts))
+        print(f"one thread, {args.prompts} prompts: {ms:.2f} ms")
+    else:
+        for _ in range(2):
+            for name, fn in (
+                ("trainer", trainer_step),
+                ("halves", halves_step),
+                ("split", split_step),
+            ):
+                print(f"{name}: {timed(fn):.2f} ms a step", flush=True)

@@ -98,21 +98,36 @@ def _step_parts(world: Path, steps: int) -> dict[str, float]:
     return out
 
 
-def beside_against_in_turn(world: Path, steps: int, rounds: int = 3) -> tuple[float, float]:
-    """Mean ms of a whole default-recipe run's step with the reward model beside the policy's
-    passes (the trainer outside a pool's worker) and in turn (inside one): ``rate``'s own
-    trainer, ``steps`` steps a run, interleaved rounds, each one's best round."""
+def best_step_ms(
+    world: Path, steps: int, rounds: int, settings: dict[str, tuple[bool, bool]]
+) -> dict[str, float]:
+    """Mean ms of a whole default-recipe run's step under each setting, ``name: (reward
+    beside, RL's linear layers on torch's path)``: ``rate``'s own trainer, ``steps`` steps a
+    run, interleaved rounds, each one's best round. RL's own route is restored after."""
     config = dataclasses.replace(
         load_rl_config(world / "configs" / "default.json"), steps=steps, log_every=steps
     )
-    best = {True: float("inf"), False: float("inf")}
-    with tempfile.TemporaryDirectory(prefix="rate-bench-step-") as tmp:
-        for _ in range(rounds):
-            for beside in (True, False):
-                run = Path(tmp) / "run"
-                last = train_rl(config, world, run, overwrite=True, reward_beside=beside)
-                best[beside] = min(best[beside], last["elapsed_s"] / steps * 1e3)
-    return best[True], best[False]
+    route = kernels.RL_ON_TORCH
+    best = dict.fromkeys(settings, float("inf"))
+    try:
+        with tempfile.TemporaryDirectory(prefix="rate-bench-step-") as tmp:
+            for _ in range(rounds):
+                for name, (beside, on_torch) in settings.items():
+                    kernels.RL_ON_TORCH = on_torch
+                    run = Path(tmp) / "run"
+                    last = train_rl(config, world, run, overwrite=True, reward_beside=beside)
+                    best[name] = min(best[name], last["elapsed_s"] / steps * 1e3)
+    finally:
+        kernels.RL_ON_TORCH = route
+    return best
+
+
+def beside_against_in_turn(world: Path, steps: int, rounds: int = 3) -> tuple[float, float]:
+    """Mean ms of a whole run's step with the reward model beside the policy's passes (the
+    trainer outside a pool's worker) and in turn (inside one), on RL's own route."""
+    route = kernels.RL_ON_TORCH
+    best = best_step_ms(world, steps, rounds, {"beside": (True, route), "in turn": (False, route)})
+    return best["beside"], best["in turn"]
 
 
 def best_of(fn: Callable[[], object], repeats: int = 5, n: int = 100) -> float:
@@ -156,26 +171,11 @@ def kernel_pairs() -> list[tuple[str, float, float]]:
 
 def linear_routes(world: Path, steps: int, rounds: int = 3) -> tuple[float, float] | None:
     """Mean ms of a whole run's step (the reward model beside) with RL's linear layers on
-    torch's path and on oneDNN's, interleaved rounds, each one's best round; None where this
-    torch has no oneDNN linear layer. RL's own route (``kernels.RL_ON_TORCH``) is restored."""
+    torch's path and on oneDNN's; None where this torch has no oneDNN linear layer."""
     if kernels._onednn_linear_op() is None:
         return None
-    config = dataclasses.replace(
-        load_rl_config(world / "configs" / "default.json"), steps=steps, log_every=steps
-    )
-    route = kernels.RL_ON_TORCH
-    best = {True: float("inf"), False: float("inf")}
-    try:
-        with tempfile.TemporaryDirectory(prefix="rate-bench-route-") as tmp:
-            for _ in range(rounds):
-                for on_torch in (True, False):
-                    kernels.RL_ON_TORCH = on_torch
-                    run = Path(tmp) / "run"
-                    last = train_rl(config, world, run, overwrite=True, reward_beside=True)
-                    best[on_torch] = min(best[on_torch], last["elapsed_s"] / steps * 1e3)
-    finally:
-        kernels.RL_ON_TORCH = route
-    return best[True], best[False]
+    best = best_step_ms(world, steps, rounds, {"torch": (True, True), "oneDNN": (True, False)})
+    return best["torch"], best["oneDNN"]
 
 
 def main(argv: list[str] | None = None) -> int:

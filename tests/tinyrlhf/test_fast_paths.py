@@ -7,6 +7,8 @@ loaded with the same weights), which share no code with ours.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -17,9 +19,13 @@ from rate.bench.rl import (
     train_rl_anchor,
     train_rl_plain,
 )
+from rate.tinyrlhf import rl
+from rate.tinyrlhf.kernels import onednn_available, rl_linear_route
 from rate.tinyrlhf.models import Policy, RewardModel, load_policy
-from rate.tinyrlhf.rl import load_rl_config
+from rate.tinyrlhf.optim import flat_parameters
+from rate.tinyrlhf.rl import load_rl_config, train_rl
 from rate.tinyrlhf.sampling import (
+    TracedDecoding,
     draw,
     gumbel_noise,
     response_logprobs,
@@ -119,6 +125,100 @@ def test_cached_sampling_with_repeats_equals_the_plain_loop(temperature):
     assert torch.allclose(cached.entropy, plain.entropy, atol=1e-5)
     teacher = response_logprobs(pol, p, cached.responses, repeats=4)
     assert torch.allclose(cached.logprobs, teacher, atol=1e-5)
+
+
+def same_samples(a, b) -> bool:
+    return all(
+        torch.equal(x, y)
+        for x, y in ((a.responses, b.responses), (a.logprobs, b.logprobs), (a.entropy, b.entropy))
+    )
+
+
+def test_traced_decoding_draws_what_the_eager_loop_draws_as_the_weights_change():
+    torch.manual_seed(5)
+    pol = trained_like(Policy(), 6)
+    flat = flat_parameters(pol)  # as in RL: the optimiser updates one flat tensor in place
+    decoding = TracedDecoding(pol, 0.8, repeats=4)
+    p = prompts(6)
+    for update in range(3):
+        for prompt_rows in (p, p[:2]):  # a trace per prompt shape
+            traced = sample(
+                pol, prompt_rows, 0.8, torch.Generator().manual_seed(update), 4, decoding
+            )
+            eager = sample(pol, prompt_rows, 0.8, torch.Generator().manual_seed(update), 4)
+            assert same_samples(traced, eager), update  # to the last bit
+        with torch.no_grad():
+            flat.add_(torch.randn(flat.shape) * 0.05)  # the trace reads the weights at each call
+    assert traced.responses.requires_grad is False and not traced.responses.is_inference()
+    assert {k[0] for k in decoding.traces} == {(6, 6), (2, 6)}
+    # On this torch the decoding really is traced: the check did not fall back to the loop.
+    assert all(run != decoding.module.forward for run in decoding.traces.values())
+
+
+def test_traced_decoding_keys_its_traces_by_the_linear_route():
+    pol = trained_like(Policy(), 7)
+    decoding = TracedDecoding(pol, 1.0, repeats=2)
+    p = prompts(3)
+    a = sample(pol, p, 1.0, torch.Generator().manual_seed(0), 2, decoding)
+    with rl_linear_route():
+        b = sample(pol, p, 1.0, torch.Generator().manual_seed(0), 2, decoding)
+    assert same_samples(a, sample(pol, p, 1.0, torch.Generator().manual_seed(0), 2))
+    assert same_samples(b, sample(pol, p, 1.0, torch.Generator().manual_seed(0), 2))
+    # One trace per route: a trace keeps the kernels its first call took.
+    routes = {onednn_available()}
+    with rl_linear_route():
+        routes.add(onednn_available())
+    assert {route for _, route in decoding.traces} == routes
+
+
+@pytest.mark.parametrize("failure", ["raises", "differs"])
+def test_decoding_stays_eager_where_its_trace_fails_or_differs(monkeypatch, caplog, failure):
+    pol = trained_like(Policy(), 8)
+    p = prompts(3)
+
+    def broken_trace(module, inputs, **_):
+        if failure == "raises":
+            raise RuntimeError("this torch cannot trace")
+        return lambda *inputs: tuple(t + 1 for t in module(*inputs))
+
+    monkeypatch.setattr(torch.jit, "trace", broken_trace)
+    decoding = TracedDecoding(pol, 1.0, repeats=2)
+    with caplog.at_level("INFO", logger="rate.tinyrlhf.sampling"):
+        got = sample(pol, p, 1.0, torch.Generator().manual_seed(1), 2, decoding)
+    assert same_samples(got, sample(pol, p, 1.0, torch.Generator().manual_seed(1), 2))
+    assert list(decoding.traces.values()) == [decoding.module.forward]
+    assert "decoding stays eager" in caplog.text
+
+
+def test_an_rl_run_with_its_decoding_traced_equals_the_eager_run(
+    small_world, tmp_path, monkeypatch
+):
+    config = load_rl_config(
+        None, ["steps=5", "log_every=1", "batch_prompts=4", "samples_per_prompt=4"]
+    )
+    made = []
+
+    class Watched(TracedDecoding):
+        def __init__(self, *args):
+            super().__init__(*args)
+            made.append(self)
+
+    monkeypatch.setattr(rl, "TracedDecoding", Watched)
+    train_rl(config, small_world, tmp_path / "traced")
+    monkeypatch.setattr(rl, "TracedDecoding", lambda *args: None)  # sample()'s eager loop
+    train_rl(config, small_world, tmp_path / "eager")
+    (run,) = made[0].traces.values()
+    assert run != made[0].module.forward  # the run decoded through its trace
+    logs = []
+    for name in ("traced", "eager"):
+        lines = (tmp_path / name / "log.jsonl").read_text().splitlines()
+        logs.append([{k: v for k, v in json.loads(x).items() if k != "elapsed_s"} for x in lines])
+    assert len(logs[0]) == 5 and logs[0] == logs[1]
+    a, b = (
+        (tmp_path / n / "checkpoint" / "policy.safetensors").read_bytes()
+        for n in ("traced", "eager")
+    )
+    assert a == b
 
 
 def test_gumbel_max_draws_follow_the_softmax():

@@ -39,7 +39,7 @@ from rate.tinyrlhf.rl import (
     start_training,
     train_rl,
 )
-from rate.tinyrlhf.sampling import response_logprobs, sample
+from rate.tinyrlhf.sampling import TracedDecoding, response_logprobs, sample
 
 PARTS = ("sampling", "reward model", "reference", "policy forward", "backward", "optimiser")
 
@@ -59,12 +59,13 @@ def _step_parts(world: Path, steps: int) -> dict[str, float]:
     gen = torch.Generator().manual_seed(0)
     sampler = PromptSampler(inputs.pool, inputs.family_probs)
     k = config.samples_per_prompt
+    decoding = TracedDecoding(policy, config.temperature, k)
     totals = dict.fromkeys(PARTS, 0.0)
 
     def one_step(record: bool) -> None:
         t = [time.perf_counter()]
         prompts = inputs.pool.tokens[sampler.draw(config.batch_prompts, gen)]
-        responses = sample(policy, prompts, config.temperature, gen, repeats=k).responses
+        responses = sample(policy, prompts, config.temperature, gen, k, decoding).responses
         t.append(time.perf_counter())
         with torch.inference_mode():
             proxy = rm(prompts.repeat_interleave(k, dim=0), responses)

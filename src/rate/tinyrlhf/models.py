@@ -270,21 +270,26 @@ class Decoder:
     must not change while a Decoder is in use.
     """
 
-    def __init__(self, policy: Policy, batch: int) -> None:
+    def __init__(self, policy: Policy, batch: int, first_rows: torch.Tensor | None = None) -> None:
         c = policy.config
         self.policy = policy
         self.head_dim = c.d_model // c.n_head
         self.kv = torch.empty(c.n_layer, batch, c.n_head, 2, c.block_size, self.head_dim)
         self.layers = [LayerTensors.of(block) for block in policy.blocks]
         self.shape = (c.d_model,)
-        # A step's input to the first block and that block's q, k, v depend on the (position,
-        # token) pair alone: one table holds them for every pair of a drawn token (14 x 24
-        # rows, against the 7 x 128 a decoding computes in RL), and a step gathers its rows.
-        first = self.layers[0]
+        self.first_rows = Decoder.first_rows_of(policy) if first_rows is None else first_rows
+
+    @staticmethod
+    def first_rows_of(policy: Policy) -> torch.Tensor:
+        """A step's input to the first block and that block's q, k, v, which depend on the
+        (position, token) pair alone: one table holds them for every pair of a drawn token
+        (14 x 24 rows, against the 7 x 128 a decoding computes in RL), and a step gathers its
+        rows. -> (14 * n_out, 4C)"""
+        c, first = policy.config, policy.blocks[0]
         x = policy.tok_emb.weight[: c.n_out] + policy.pos_emb.weight[:, None]  # (T, n_out, C)
-        h = F.layer_norm(x, self.shape, first.ln1_weight, first.ln1_bias)
-        qkv = linear(h, first.qkv_weight, first.qkv_bias)  # (T, n_out, 3C)
-        self.first_rows = torch.cat([x, qkv], dim=-1).view(-1, 4 * c.d_model)
+        h = first.ln(first.ln1, x)
+        qkv = linear(h, first.attn.qkv.weight, first.attn.qkv.bias)  # (T, n_out, 3C)
+        return torch.cat([x, qkv], dim=-1).view(-1, 4 * c.d_model)
 
     def prefill(self, prompts: torch.Tensor, repeats: int) -> torch.Tensor:
         """Encode prompts (U, 6) and store their keys and values for each of their ``repeats``

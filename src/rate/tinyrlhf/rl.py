@@ -35,7 +35,7 @@ from rate.tinyrlhf.data import PromptPool, load_prompts
 from rate.tinyrlhf.kernels import rl_linear_route
 from rate.tinyrlhf.models import Policy, RewardModel, load_policy, load_reward_model, save_model
 from rate.tinyrlhf.optim import flat_parameters
-from rate.tinyrlhf.sampling import response_logprobs, sample, score
+from rate.tinyrlhf.sampling import TracedDecoding, response_logprobs, sample, score
 from rate.tinyrlhf.vocab import FAMILIES, FAMILY_ID, decode_responses
 
 log = logging.getLogger(__name__)
@@ -393,13 +393,14 @@ def _train(config: RLConfig, inputs: RLInputs, world: Path, out: Path, reward_be
     flat, opt = start_training(inputs, config)
     k = config.samples_per_prompt
     sampler = PromptSampler(inputs.pool, inputs.family_probs)
+    decoding = TracedDecoding(policy, config.temperature, k)
     start = time.perf_counter()
     last: dict = {}
     with reward_scorer(reward_beside) as submit, open(log_path, "a") as log_file:
         for step in progress(range(1, config.steps + 1), desc="rl", total=config.steps):
             idx = sampler.draw(config.batch_prompts, gen)
             prompts = inputs.pool.tokens[idx]  # (B, 6); its k samples follow each other
-            samples = sample(policy, prompts, config.temperature, gen, repeats=k)
+            samples = sample(policy, prompts, config.temperature, gen, k, decoding)
             responses = samples.responses  # (B*k, 8)
             scored = submit(score, rm, prompts.repeat_interleave(k, dim=0), responses)
             with torch.inference_mode():

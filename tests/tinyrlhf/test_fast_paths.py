@@ -8,6 +8,7 @@ loaded with the same weights), which share no code with ours.
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 import torch
@@ -19,12 +20,12 @@ from rate.bench.rl import (
     train_rl_anchor,
     train_rl_plain,
 )
-from rate.tinyrlhf import rl
 from rate.tinyrlhf.kernels import onednn_available, rl_linear_route
 from rate.tinyrlhf.models import Policy, RewardModel, load_policy
 from rate.tinyrlhf.optim import flat_parameters
 from rate.tinyrlhf.rl import load_rl_config, train_rl
 from rate.tinyrlhf.sampling import (
+    ResponseLogprobs,
     TracedDecoding,
     draw,
     gumbel_noise,
@@ -33,6 +34,7 @@ from rate.tinyrlhf.sampling import (
     sample_without_cache,
     score,
 )
+from rate.tinyrlhf.traced import Traced
 from rate.tinyrlhf.vocab import FAMILIES, N_SYLLABLES, RESPONSE_LEN, encode_prompts
 
 
@@ -128,10 +130,8 @@ def test_cached_sampling_with_repeats_equals_the_plain_loop(temperature):
 
 
 def same_samples(a, b) -> bool:
-    return all(
-        torch.equal(x, y)
-        for x, y in ((a.responses, b.responses), (a.logprobs, b.logprobs), (a.entropy, b.entropy))
-    )
+    pairs = ((a.responses, b.responses), (a.logprobs, b.logprobs), (a.entropy, b.entropy))
+    return all(torch.equal(x, y) for x, y in pairs)
 
 
 def test_traced_decoding_draws_what_the_eager_loop_draws_as_the_weights_change():
@@ -142,37 +142,57 @@ def test_traced_decoding_draws_what_the_eager_loop_draws_as_the_weights_change()
     p = prompts(6)
     for update in range(3):
         for prompt_rows in (p, p[:2]):  # a trace per prompt shape
-            traced = sample(
-                pol, prompt_rows, 0.8, torch.Generator().manual_seed(update), 4, decoding
-            )
-            eager = sample(pol, prompt_rows, 0.8, torch.Generator().manual_seed(update), 4)
+            gens = (torch.Generator().manual_seed(update) for _ in range(2))
+            traced = sample(pol, prompt_rows, 0.8, next(gens), 4, decoding)
+            eager = sample(pol, prompt_rows, 0.8, next(gens), 4)
             assert same_samples(traced, eager), update  # to the last bit
         with torch.no_grad():
             flat.add_(torch.randn(flat.shape) * 0.05)  # the trace reads the weights at each call
-    assert traced.responses.requires_grad is False and not traced.responses.is_inference()
-    assert {k[0] for k in decoding.traces} == {(6, 6), (2, 6)}
+    assert not traced.responses.is_inference()  # cloned out of inference mode, as before
+    assert {shapes[0] for shapes, *_ in decoding.traced.traces} == {(6, 6), (2, 6)}
     # On this torch the decoding really is traced: the check did not fall back to the loop.
-    assert all(run != decoding.module.forward for run in decoding.traces.values())
+    assert decoding.traced.is_traced()
 
 
-def test_traced_decoding_keys_its_traces_by_the_linear_route():
+def test_a_trace_is_kept_per_linear_route():
     pol = trained_like(Policy(), 7)
     decoding = TracedDecoding(pol, 1.0, repeats=2)
     p = prompts(3)
     a = sample(pol, p, 1.0, torch.Generator().manual_seed(0), 2, decoding)
     with rl_linear_route():
         b = sample(pol, p, 1.0, torch.Generator().manual_seed(0), 2, decoding)
+        assert same_samples(b, sample(pol, p, 1.0, torch.Generator().manual_seed(0), 2))
     assert same_samples(a, sample(pol, p, 1.0, torch.Generator().manual_seed(0), 2))
-    assert same_samples(b, sample(pol, p, 1.0, torch.Generator().manual_seed(0), 2))
-    # One trace per route: a trace keeps the kernels its first call took.
     routes = {onednn_available()}
     with rl_linear_route():
         routes.add(onednn_available())
-    assert {route for _, route in decoding.traces} == routes
+    assert {route for _, route, _ in decoding.traced.traces} == routes
+
+
+def test_the_traced_reward_model_and_reference_equal_the_eager_ones():
+    rm = trained_like(RewardModel(), 9)
+    reward_of = Traced(rm, "reward model")
+    pol = trained_like(Policy(), 10)
+    reference_logprobs = Traced(ResponseLogprobs(pol, 4), "reference log-probs")
+    # On RL's route: oneDNN's linear layer, which takes RL's passes on AMD CPUs, cannot be
+    # traced, and there the passes run eagerly.
+    with torch.inference_mode(), rl_linear_route():
+        traceable = not onednn_available()
+        for n in (16, 64):  # below and above the reward model's (position, token) table
+            p = prompts(n)
+            r = torch.randint(0, N_SYLLABLES, (n * 4, RESPONSE_LEN))
+            p4 = p.repeat_interleave(4, 0)
+            assert torch.equal(score(reward_of, p4, r), score(rm, p4, r))
+            assert torch.equal(reference_logprobs(p, r), response_logprobs(pol, p, r, 4))
+            with torch.no_grad():
+                rm.head[2].bias.add_(1.0)  # an in-place change is seen by the trace
+            assert torch.equal(reward_of(p4, r), rm(p4, r))
+    assert reward_of.is_traced() == reference_logprobs.is_traced() == traceable
+    assert len(reward_of.traces) == 2
 
 
 @pytest.mark.parametrize("failure", ["raises", "differs"])
-def test_decoding_stays_eager_where_its_trace_fails_or_differs(monkeypatch, caplog, failure):
+def test_a_pass_stays_eager_where_its_trace_fails_or_differs(monkeypatch, caplog, failure):
     pol = trained_like(Policy(), 8)
     p = prompts(3)
 
@@ -183,42 +203,45 @@ def test_decoding_stays_eager_where_its_trace_fails_or_differs(monkeypatch, capl
 
     monkeypatch.setattr(torch.jit, "trace", broken_trace)
     decoding = TracedDecoding(pol, 1.0, repeats=2)
-    with caplog.at_level("INFO", logger="rate.tinyrlhf.sampling"):
+    with caplog.at_level("INFO", logger="rate.tinyrlhf.traced"):
         got = sample(pol, p, 1.0, torch.Generator().manual_seed(1), 2, decoding)
     assert same_samples(got, sample(pol, p, 1.0, torch.Generator().manual_seed(1), 2))
-    assert list(decoding.traces.values()) == [decoding.module.forward]
+    assert list(decoding.traced.traces.values()) == [decoding.traced.module.forward]
+    assert not decoding.traced.is_traced()
     assert "decoding stays eager" in caplog.text
 
 
-def test_an_rl_run_with_its_decoding_traced_equals_the_eager_run(
-    small_world, tmp_path, monkeypatch
-):
-    config = load_rl_config(
-        None, ["steps=5", "log_every=1", "batch_prompts=4", "samples_per_prompt=4"]
-    )
+def test_an_rl_run_with_its_passes_traced_equals_the_eager_run(small_world, tmp_path, monkeypatch):
+    overrides = ["steps=5", "log_every=1", "batch_prompts=4", "samples_per_prompt=4"]
+    config = load_rl_config(None, overrides)
     made = []
+    real_trace = Traced._trace
 
-    class Watched(TracedDecoding):
-        def __init__(self, *args):
-            super().__init__(*args)
-            made.append(self)
+    def watched(self, inputs):
+        made.append(self)
+        return real_trace(self, inputs)
 
-    monkeypatch.setattr(rl, "TracedDecoding", Watched)
-    train_rl(config, small_world, tmp_path / "traced")
-    monkeypatch.setattr(rl, "TracedDecoding", lambda *args: None)  # sample()'s eager loop
+    monkeypatch.setattr(Traced, "_trace", watched)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        filters = list(warnings.filters)
+        train_rl(config, small_world, tmp_path / "traced")  # it traces on two threads
+        assert warnings.filters == filters  # no trace left the tracer's filter behind
+    assert not [w for w in caught if issubclass(w.category, torch.jit.TracerWarning)]
+    assert {t.name for t in made} == {"decoding", "reward model", "reference log-probs"}
+    assert all(t.is_traced() for t in made)  # the run went through its traces
+    monkeypatch.setattr(Traced, "__call__", lambda self, *inputs: self.module(*inputs))
     train_rl(config, small_world, tmp_path / "eager")
-    (run,) = made[0].traces.values()
-    assert run != made[0].module.forward  # the run decoded through its trace
     logs = []
     for name in ("traced", "eager"):
         lines = (tmp_path / name / "log.jsonl").read_text().splitlines()
         logs.append([{k: v for k, v in json.loads(x).items() if k != "elapsed_s"} for x in lines])
     assert len(logs[0]) == 5 and logs[0] == logs[1]
-    a, b = (
+    weights = [
         (tmp_path / n / "checkpoint" / "policy.safetensors").read_bytes()
         for n in ("traced", "eager")
-    )
-    assert a == b
+    ]
+    assert weights[0] == weights[1]
 
 
 def test_gumbel_max_draws_follow_the_softmax():

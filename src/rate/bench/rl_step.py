@@ -39,7 +39,8 @@ from rate.tinyrlhf.rl import (
     start_training,
     train_rl,
 )
-from rate.tinyrlhf.sampling import TracedDecoding, response_logprobs, sample
+from rate.tinyrlhf.sampling import ResponseLogprobs, TracedDecoding, response_logprobs, sample
+from rate.tinyrlhf.traced import Traced
 
 PARTS = ("sampling", "reward model", "reference", "policy forward", "backward", "optimiser")
 
@@ -59,7 +60,10 @@ def _step_parts(world: Path, steps: int) -> dict[str, float]:
     gen = torch.Generator().manual_seed(0)
     sampler = PromptSampler(inputs.pool, inputs.family_probs)
     k = config.samples_per_prompt
+    # The trainer's own passes: traced where it traces them (rate.tinyrlhf.traced).
     decoding = TracedDecoding(policy, config.temperature, k)
+    reward_of = Traced(rm, "reward model")
+    reference_logprobs = Traced(ResponseLogprobs(reference, k), "reference log-probs")
     totals = dict.fromkeys(PARTS, 0.0)
 
     def one_step(record: bool) -> None:
@@ -68,9 +72,9 @@ def _step_parts(world: Path, steps: int) -> dict[str, float]:
         responses = sample(policy, prompts, config.temperature, gen, k, decoding).responses
         t.append(time.perf_counter())
         with torch.inference_mode():
-            proxy = rm(prompts.repeat_interleave(k, dim=0), responses)
+            proxy = reward_of(prompts.repeat_interleave(k, dim=0), responses)
             t.append(time.perf_counter())
-            ref_logp = response_logprobs(reference, prompts, responses, repeats=k)
+            ref_logp = reference_logprobs(prompts, responses)
             t.append(time.perf_counter())
         logp = response_logprobs(policy, prompts, responses, repeats=k)
         kl = (logp.detach() - ref_logp).sum(-1)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import logging
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -12,11 +9,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rate.tinyrlhf.kernels import onednn_available
 from rate.tinyrlhf.models import Decoder, Policy, RewardModel
+from rate.tinyrlhf.traced import Traced
 from rate.tinyrlhf.vocab import PROMPT_LEN, RESPONSE_LEN
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -104,55 +99,16 @@ class _DecodingModule(nn.Module):
 
 class TracedDecoding:
     """:func:`decode` for one policy, temperature and number of samples per prompt, run as a
-    TorchScript trace: the same kernels in the same order, without Python's cost per kernel.
-
-    RL decodes 128 rows a step in ~40 kernels per token, each a few microseconds of work,
-    so Python's share is large: a traced decoding took 4.9 against 6.5 ms on one thread
-    (``python -m rate.bench.rl_step``). One trace per prompt shape and linear route (a trace
-    keeps the branches its first call took); the first call of each is checked against the
-    eager loop to the last bit, and where tracing fails or differs (another torch), decoding
-    stays eager, with the same results. The weights are read at each call, so in-place
-    updates (the optimiser's) are seen; trace after :func:`~rate.tinyrlhf.optim.flat_parameters`
-    and do not swap the policy's tensors afterwards.
-    """
+    :class:`~rate.tinyrlhf.traced.Traced` trace: the same draws, faster (RL's 128 rows: 4.9
+    against 6.5 ms a decoding on one thread). Trace after
+    :func:`~rate.tinyrlhf.optim.flat_parameters`: the weights are read at each call."""
 
     def __init__(self, policy: Policy, temperature: float, repeats: int) -> None:
-        self.module = _DecodingModule(policy, temperature, repeats)
-        self.traces: dict[tuple, Decoding] = {}
+        self.policy = policy
+        self.traced = Traced(_DecodingModule(policy, temperature, repeats), "decoding")
 
     def __call__(self, prompts: torch.Tensor, noise: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        key = (tuple(prompts.shape), onednn_available())
-        inputs = (prompts, noise, Decoder.first_rows_of(self.module.policy))
-        run = self.traces.get(key)
-        if run is None:
-            run = self.traces[key] = self._trace(inputs)
-        return run(*inputs)
-
-    def _trace(self, inputs: tuple[torch.Tensor, ...]) -> Callable[..., tuple]:
-        eager = self.module.forward
-        try:
-            with warnings.catch_warnings():
-                # The tracer warns of shapes read as Python numbers (fixed per trace, by the
-                # key) and that torch.jit.trace is deprecated (hence the fallback below).
-                warnings.simplefilter("ignore")
-                traced = torch.jit.trace(self.module, inputs, check_trace=False)
-            run = functools.partial(_unoptimised, traced)
-            same = all(torch.equal(a, b) for a, b in zip(run(*inputs), eager(*inputs), strict=True))
-        except Exception as error:  # noqa: BLE001 - any failure to trace leaves the eager loop
-            log.info("decoding stays eager: it could not be traced (%s)", type(error).__name__)
-            return eager
-        if not same:
-            log.warning("decoding stays eager: its trace differed from it on this torch")
-            return eager
-        return run
-
-
-def _unoptimised(traced: Callable[..., tuple], *inputs: torch.Tensor) -> tuple:
-    """A trace's call without TorchScript's graph optimisations: they would take ~140 ms of
-    its first two calls for no gain here, and running the recorded kernels as they are keeps
-    them the eager loop's."""
-    with torch.jit.optimized_execution(False):
-        return traced(*inputs)
+        return self.traced(prompts, noise, Decoder.first_rows_of(self.policy))
 
 
 @torch.inference_mode()
@@ -224,11 +180,27 @@ def response_logprobs(
     return F.log_softmax(logits, dim=-1).gather(2, responses.unsqueeze(-1)).squeeze(-1)
 
 
+class ResponseLogprobs(nn.Module):
+    """:func:`response_logprobs` of one policy with ``repeats`` responses per prompt, as a
+    module, for :class:`~rate.tinyrlhf.traced.Traced` (RL's reference pass)."""
+
+    def __init__(self, policy: Policy, repeats: int) -> None:
+        super().__init__()
+        self.policy, self.repeats = policy, repeats
+
+    def forward(self, prompts: torch.Tensor, responses: torch.Tensor) -> torch.Tensor:
+        return response_logprobs(self.policy, prompts, responses, self.repeats)
+
+
 @torch.inference_mode()
 def score(
-    rm: RewardModel, prompts: torch.Tensor, responses: torch.Tensor, batch: int = 4096
+    rm: RewardModel | Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    prompts: torch.Tensor,
+    responses: torch.Tensor,
+    batch: int = 4096,
 ) -> torch.Tensor:
-    """Reward-model scores, shape (B,), computed in chunks."""
+    """Reward-model scores, shape (B,), computed in chunks (``rm``: a reward model, or one
+    :class:`~rate.tinyrlhf.traced.Traced`)."""
     out = [
         rm(prompts[i : i + batch], responses[i : i + batch]) for i in range(0, len(prompts), batch)
     ]

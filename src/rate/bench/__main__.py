@@ -116,10 +116,13 @@ def _main(argv: list[str] | None) -> int:
     parser.add_argument(
         "--world", type=Path, help="reuse a built full world instead of timing a build"
     )
+    # 300 steps, not fewer: ours traces its passes in a run's first step (~0.2 s, see
+    # rate.tinyrlhf.traced), a one-time cost that 100 steps would weigh three times as much as
+    # this, and the world's runs are 800 to 1,500 steps.
     parser.add_argument(
         "--compare-steps",
         type=int,
-        default=100,
+        default=300,
         help="steps per round for the published-trainer / plain-loop / ours comparison",
     )
     parser.add_argument(

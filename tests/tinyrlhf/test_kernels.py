@@ -264,6 +264,7 @@ def test_the_step_benchmark_times_every_part(small_world):
         kernel_pairs,
         linear_routes,
         step_parts,
+        traced_pairs,
     )
 
     parts = step_parts(small_world, steps=2)
@@ -273,6 +274,14 @@ def test_the_step_benchmark_times_every_part(small_world):
         "attention softmax, 7,168 rows of 14 keys: torch / padded",
         "linear layer 1,792 x 96 -> 288: torch / oneDNN",
     ]
+    with rl_linear_route():
+        traceable = not onednn_available()  # oneDNN's linear layer is not traced
+    pairs = traced_pairs(small_world)
+    expected = ["decoding 128 rows: eager / traced"]
+    if traceable:
+        expected += ["reward model: eager / traced", "reference log-probs: eager / traced"]
+    assert [what for what, _, _ in pairs] == expected
+    assert all(eager > 0 and traced > 0 for _, eager, traced in pairs)
     beside, in_turn = beside_against_in_turn(small_world, steps=2, rounds=1)
     assert beside > 0 and in_turn > 0
     route = kernels._ONEDNN_LINEAR

@@ -5,9 +5,11 @@
 Times the default recipe's step in its parts (sampling, the reward model, the reference's
 log-probs, the policy's forward and backward pass, the optimiser) one after another, over
 ``--steps`` steps after 20 untimed ones, with the page faults a step takes (the trainer
-itself scores the reward beside the two passes, ``rate.tinyrlhf.rl.reward_scorer``);
-then, in the same process, each kernel change against what it replaced (the attention
-softmax over 14 keys against the padded one, torch's linear layer against oneDNN's), and a
+itself scores the reward beside the two passes, ``rate.tinyrlhf.rl.reward_scorer``), on
+the trainer's own passes (traced as it traces them, ``rate.tinyrlhf.traced``); then, in
+the same process, each kernel change against what it replaced (the attention softmax over
+14 keys against the padded one, torch's linear layer against oneDNN's), each traced pass
+against its eager module, and a
 whole run's step with the reward model beside the policy's passes against in turn, and
 with the linear layers on torch's path against oneDNN's (RL's route depends on the CPU's
 vendor: ``rate.tinyrlhf.kernels.rl_linear_route``). Nothing is asserted: it prints what it
@@ -23,6 +25,7 @@ import resource
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -39,7 +42,14 @@ from rate.tinyrlhf.rl import (
     start_training,
     train_rl,
 )
-from rate.tinyrlhf.sampling import ResponseLogprobs, TracedDecoding, response_logprobs, sample
+from rate.tinyrlhf.sampling import (
+    ResponseLogprobs,
+    TracedDecoding,
+    decode,
+    gumbel_noise,
+    response_logprobs,
+    sample,
+)
 from rate.tinyrlhf.traced import Traced
 
 PARTS = ("sampling", "reward model", "reference", "policy forward", "backward", "optimiser")
@@ -174,6 +184,62 @@ def kernel_pairs() -> list[tuple[str, float, float]]:
     return pairs
 
 
+def traced_pairs(world: Path) -> list[tuple[str, float, float]]:
+    """(what, eager milliseconds, traced) for each of RL's traced passes on the world's models
+    and RL's route, at the default recipe's shapes; a pass that could not be traced here
+    (``rate.tinyrlhf.traced``) is left out."""
+    with rl_linear_route():
+        return _traced_pairs(world)
+
+
+def _traced_pairs(world: Path) -> list[tuple[str, float, float]]:
+    config = load_rl_config(world / "configs" / "default.json")
+    inputs = prepare(config, world)
+    policy, k = inputs.policy, config.samples_per_prompt
+    prompts = inputs.pool.tokens[: config.batch_prompts]
+    gen = torch.Generator().manual_seed(0)
+    responses = sample(policy, prompts, config.temperature, gen, k).responses
+    noise = gumbel_noise(len(responses), policy.config.n_out, gen)
+    rows = prompts.repeat_interleave(k, dim=0)
+    decoding = TracedDecoding(policy, config.temperature, k)
+    reward_of = Traced(inputs.reward_model, "reward model")
+    reference = ResponseLogprobs(inputs.reference, k)
+    reference_logprobs = Traced(reference, "reference log-probs")
+    passes = [  # what, the eager call, the traced call, its Traced
+        (
+            f"decoding {len(responses)} rows",
+            partial(decode, policy, prompts, noise, config.temperature, k),
+            partial(decoding, prompts, noise),
+            decoding.traced,
+        ),
+        (
+            "reward model",
+            partial(inputs.reward_model, rows, responses),
+            partial(reward_of, rows, responses),
+            reward_of,
+        ),
+        (
+            "reference log-probs",
+            partial(reference, prompts, responses),
+            partial(reference_logprobs, prompts, responses),
+            reference_logprobs,
+        ),
+    ]
+    pairs = []
+    with torch.inference_mode():
+        for what, eager, traced, tracer in passes:
+            traced()  # traced here, outside the timing
+            if tracer.is_traced():
+                pairs.append(
+                    (
+                        f"{what}: eager / traced",
+                        best_of(eager, n=50) / 1e3,
+                        best_of(traced, n=50) / 1e3,
+                    )
+                )
+    return pairs
+
+
 def linear_routes(world: Path, steps: int, rounds: int = 3) -> tuple[float, float] | None:
     """Mean ms of a whole run's step (the reward model beside) with RL's linear layers on
     torch's path and on oneDNN's; None where this torch has no oneDNN linear layer."""
@@ -207,6 +273,9 @@ def main(argv: list[str] | None = None) -> int:
     print("\n| kernel | torch (us) | the other (us) | ratio |\n|---|---|---|---|")
     for what, theirs, ours in kernel_pairs():
         print(f"| {what} | {theirs:.0f} | {ours:.0f} | {theirs / ours:.1f}x |")
+    print("\n| pass | eager (ms) | traced (ms) | ratio |\n|---|---|---|---|")
+    for what, eager, traced in traced_pairs(args.world):
+        print(f"| {what} | {eager:.2f} | {traced:.2f} | {eager / traced:.2f}x |")
     beside, in_turn = beside_against_in_turn(args.world, args.steps)
     print(
         f"\nwhole step, the reward model beside / in turn: {beside:.2f} / {in_turn:.2f} ms "

@@ -149,7 +149,7 @@ def test_traced_decoding_draws_what_the_eager_loop_draws_as_the_weights_change()
         with torch.no_grad():
             flat.add_(torch.randn(flat.shape) * 0.05)  # the trace reads the weights at each call
     assert not traced.responses.is_inference()  # cloned out of inference mode, as before
-    assert {shapes[0] for shapes, *_ in decoding.traced.traces} == {(6, 6), (2, 6)}
+    assert {shapes[0][0] for shapes, *_ in decoding.traced.traces} == {(6, 6), (2, 6)}
     # On this torch the decoding really is traced: the check did not fall back to the loop.
     assert decoding.traced.is_traced()
 

@@ -276,7 +276,7 @@ def test_the_step_benchmark_times_every_part(small_world):
     ]
     with rl_linear_route():
         traceable = not onednn_available()  # oneDNN's linear layer is not traced
-    pairs = traced_pairs(small_world)
+    pairs = traced_pairs(small_world, calls=2)
     expected = ["decoding 128 rows: eager / traced"]
     if traceable:
         expected += ["reward model: eager / traced", "reference log-probs: eager / traced"]

@@ -184,15 +184,15 @@ def kernel_pairs() -> list[tuple[str, float, float]]:
     return pairs
 
 
-def traced_pairs(world: Path) -> list[tuple[str, float, float]]:
+def traced_pairs(world: Path, calls: int = 50) -> list[tuple[str, float, float]]:
     """(what, eager milliseconds, traced) for each of RL's traced passes on the world's models
-    and RL's route, at the default recipe's shapes; a pass that could not be traced here
-    (``rate.tinyrlhf.traced``) is left out."""
+    and RL's route, at the default recipe's shapes, the best of 5 means over ``calls`` calls;
+    a pass that could not be traced here (``rate.tinyrlhf.traced``) is left out."""
     with rl_linear_route():
-        return _traced_pairs(world)
+        return _traced_pairs(world, calls)
 
 
-def _traced_pairs(world: Path) -> list[tuple[str, float, float]]:
+def _traced_pairs(world: Path, calls: int) -> list[tuple[str, float, float]]:
     config = load_rl_config(world / "configs" / "default.json")
     inputs = prepare(config, world)
     policy, k = inputs.policy, config.samples_per_prompt
@@ -233,8 +233,8 @@ def _traced_pairs(world: Path) -> list[tuple[str, float, float]]:
                 pairs.append(
                     (
                         f"{what}: eager / traced",
-                        best_of(eager, n=50) / 1e3,
-                        best_of(traced, n=50) / 1e3,
+                        best_of(eager, n=calls) / 1e3,
+                        best_of(traced, n=calls) / 1e3,
                     )
                 )
     return pairs

@@ -4,11 +4,13 @@ without Python's cost per kernel.
 An RL step decodes 128 rows in ~40 kernels per token and scores them with the reward model,
 each kernel a few microseconds of work, so Python's share of a step is large, and the reward
 model's thread waits on the same interpreter lock as the policy's. On one thread of an Intel
-Xeon a traced decoding took 4.9 against 6.5 ms, the reward model 6.8 against 7.4 ms
-(``python -m rate.bench.rl_step`` times a step's parts on the trainer's own passes).
+Xeon, traced against eager: the decoding 4.81 against 5.76 ms, the reward model 6.25 against
+6.66, the reference's log-probs 2.75 against 3.03; a whole step ~13% less (``python -m
+rate.bench.rl_step`` times each pass both ways; experiments/RESULTS.md, "Faster RL: the
+passes as TorchScript traces").
 
 A trace records the kernels its first call ran, branches included (the linear route, the
-shapes), so :class:`Traced` keeps one per input shape and route, and checks each one's first
+shapes), so :class:`Traced` keeps one per input shapes and route, and checks each one's first
 call against the eager module to the last bit. Where tracing fails (a torch without
 TorchScript, an op the tracer cannot record, such as oneDNN's linear layer in
 :mod:`rate.tinyrlhf.kernels`) or differs, the module runs eagerly, with the same results.
@@ -52,7 +54,7 @@ class Traced:
 
     def __call__(self, *inputs: torch.Tensor) -> Outputs:
         key = (
-            tuple(tuple(t.shape) for t in inputs),
+            tuple((tuple(t.shape), t.dtype) for t in inputs),
             onednn_available(),
             torch.is_inference_mode_enabled(),
         )
@@ -62,7 +64,8 @@ class Traced:
         return run(*inputs)
 
     def is_traced(self) -> bool:
-        """Whether every call so far ran through a trace."""
+        """Whether it has run, and through a trace for every input shapes it was given (none
+        fell back to the eager module)."""
         return bool(self.traces) and all(r != self.module.forward for r in self.traces.values())
 
     def _trace(self, inputs: tuple[torch.Tensor, ...]) -> Callable[..., Outputs]:

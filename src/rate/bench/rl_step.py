@@ -36,6 +36,7 @@ from rate.tinyrlhf import kernels
 from rate.tinyrlhf.kernels import attention_weights, cpu_vendor, rl_linear_route
 from rate.tinyrlhf.rl import (
     PromptSampler,
+    TracedPasses,
     load_rl_config,
     prepare,
     shaped_advantages,
@@ -43,14 +44,11 @@ from rate.tinyrlhf.rl import (
     train_rl,
 )
 from rate.tinyrlhf.sampling import (
-    ResponseLogprobs,
-    TracedDecoding,
     decode,
     gumbel_noise,
     response_logprobs,
     sample,
 )
-from rate.tinyrlhf.traced import Traced
 
 PARTS = ("sampling", "reward model", "reference", "policy forward", "backward", "optimiser")
 
@@ -65,26 +63,23 @@ def step_parts(world: Path, steps: int) -> dict[str, float]:
 def _step_parts(world: Path, steps: int) -> dict[str, float]:
     config = load_rl_config(world / "configs" / "default.json")
     inputs = prepare(config, world)
-    policy, reference, rm = inputs.policy, inputs.reference, inputs.reward_model
+    policy = inputs.policy
     flat, opt = start_training(inputs, config)
     gen = torch.Generator().manual_seed(0)
     sampler = PromptSampler(inputs.pool, inputs.family_probs)
     k = config.samples_per_prompt
-    # The trainer's own passes: traced where it traces them (rate.tinyrlhf.traced).
-    decoding = TracedDecoding(policy, config.temperature, k)
-    reward_of = Traced(rm, "reward model")
-    reference_logprobs = Traced(ResponseLogprobs(reference, k), "reference log-probs")
+    traced = TracedPasses.of(inputs, config)  # the trainer's own passes
     totals = dict.fromkeys(PARTS, 0.0)
 
     def one_step(record: bool) -> None:
         t = [time.perf_counter()]
         prompts = inputs.pool.tokens[sampler.draw(config.batch_prompts, gen)]
-        responses = sample(policy, prompts, config.temperature, gen, k, decoding).responses
+        responses = sample(policy, prompts, config.temperature, gen, k, traced.decoding).responses
         t.append(time.perf_counter())
         with torch.inference_mode():
-            proxy = reward_of(prompts.repeat_interleave(k, dim=0), responses)
+            proxy = traced.reward(prompts.repeat_interleave(k, dim=0), responses)
             t.append(time.perf_counter())
-            ref_logp = reference_logprobs(prompts, responses)
+            ref_logp = traced.reference_logprobs(prompts, responses)
             t.append(time.perf_counter())
         logp = response_logprobs(policy, prompts, responses, repeats=k)
         kl = (logp.detach() - ref_logp).sum(-1)
@@ -201,40 +196,38 @@ def _traced_pairs(world: Path, calls: int) -> list[tuple[str, float, float]]:
     responses = sample(policy, prompts, config.temperature, gen, k).responses
     noise = gumbel_noise(len(responses), policy.config.n_out, gen)
     rows = prompts.repeat_interleave(k, dim=0)
-    decoding = TracedDecoding(policy, config.temperature, k)
-    reward_of = Traced(inputs.reward_model, "reward model")
-    reference = ResponseLogprobs(inputs.reference, k)
-    reference_logprobs = Traced(reference, "reference log-probs")
+    traced = TracedPasses.of(inputs, config)
+    reference = traced.reference_logprobs.module  # the eager pass
     passes = [  # what, the eager call, the traced call, its Traced
         (
             f"decoding {len(responses)} rows",
             partial(decode, policy, prompts, noise, config.temperature, k),
-            partial(decoding, prompts, noise),
-            decoding.traced,
+            partial(traced.decoding, prompts, noise),
+            traced.decoding.traced,
         ),
         (
             "reward model",
             partial(inputs.reward_model, rows, responses),
-            partial(reward_of, rows, responses),
-            reward_of,
+            partial(traced.reward, rows, responses),
+            traced.reward,
         ),
         (
             "reference log-probs",
             partial(reference, prompts, responses),
-            partial(reference_logprobs, prompts, responses),
-            reference_logprobs,
+            partial(traced.reference_logprobs, prompts, responses),
+            traced.reference_logprobs,
         ),
     ]
     pairs = []
     with torch.inference_mode():
-        for what, eager, traced, tracer in passes:
-            traced()  # traced here, outside the timing
+        for what, eager, traced_call, tracer in passes:
+            traced_call()  # traced here, outside the timing
             if tracer.is_traced():
                 pairs.append(
                     (
                         f"{what}: eager / traced",
                         best_of(eager, n=calls) / 1e3,
-                        best_of(traced, n=calls) / 1e3,
+                        best_of(traced_call, n=calls) / 1e3,
                     )
                 )
     return pairs

@@ -207,6 +207,27 @@ class RLInputs:
     wrapper: RewardTransform | None
 
 
+@dataclass(frozen=True)
+class TracedPasses:
+    """The passes of an RL step whose shapes stay the same, run as TorchScript traces
+    (:mod:`rate.tinyrlhf.traced`): the same numbers as the eager modules, with less of
+    Python's time per kernel. The policy's pass with autograd stays eager (traced, it gained
+    0.2 ms of 10)."""
+
+    decoding: TracedDecoding
+    reward: Traced
+    reference_logprobs: Traced
+
+    @classmethod
+    def of(cls, inputs: RLInputs, config: RLConfig) -> TracedPasses:
+        k = config.samples_per_prompt
+        return cls(
+            TracedDecoding(inputs.policy, config.temperature, k),
+            Traced(inputs.reward_model, "reward model"),
+            Traced(ResponseLogprobs(inputs.reference, k), "reference log-probs"),
+        )
+
+
 def resolve(world: Path, path: str) -> Path:
     p = Path(path)
     return p if p.is_absolute() else Path(world) / p
@@ -396,26 +417,22 @@ def _train(config: RLConfig, inputs: RLInputs, world: Path, out: Path, reward_be
     atomic_write_json(out / "run_config.json", run_config)
     log_path = out / "log.jsonl"
 
-    policy, reference, rm = inputs.policy, inputs.reference, inputs.reward_model
+    policy = inputs.policy
     flat, opt = start_training(inputs, config)
     k = config.samples_per_prompt
     sampler = PromptSampler(inputs.pool, inputs.family_probs)
-    # The passes whose shapes stay the same run as TorchScript traces (rate.tinyrlhf.traced):
-    # the same numbers as the eager modules, with less of Python's time per kernel.
-    decoding = TracedDecoding(policy, config.temperature, k)
-    reward_of = Traced(rm, "reward model")
-    reference_logprobs = Traced(ResponseLogprobs(reference, k), "reference log-probs")
+    traced = TracedPasses.of(inputs, config)
     start = time.perf_counter()
     last: dict = {}
     with reward_scorer(reward_beside) as submit, open(log_path, "a") as log_file:
         for step in progress(range(1, config.steps + 1), desc="rl", total=config.steps):
             idx = sampler.draw(config.batch_prompts, gen)
             prompts = inputs.pool.tokens[idx]  # (B, 6); its k samples follow each other
-            samples = sample(policy, prompts, config.temperature, gen, k, decoding)
+            samples = sample(policy, prompts, config.temperature, gen, k, traced.decoding)
             responses = samples.responses  # (B*k, 8)
-            scored = submit(score, reward_of, prompts.repeat_interleave(k, dim=0), responses)
+            scored = submit(score, traced.reward, prompts.repeat_interleave(k, dim=0), responses)
             with torch.inference_mode():
-                ref_logp = reference_logprobs(prompts, responses)
+                ref_logp = traced.reference_logprobs(prompts, responses)
             logp = response_logprobs(policy, prompts, responses, repeats=k)  # (B*k, 8), grad
             proxy = scored.result()  # (B*k,)
             reward = proxy

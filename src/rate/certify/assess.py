@@ -106,9 +106,11 @@ def assess_policy(
     features: dict[str, list[str]],
     reference_use: dict,
     settings: CertifySettings,
+    gold: Path | None = None,
 ) -> dict:
-    """One run's certification, findings and decision."""
-    report = certify_policy(world, policy_dir, wrapper, settings=settings)
+    """One run's certification (on ``gold``, default the world's gold set), findings and
+    decision."""
+    report = certify_policy(world, policy_dir, wrapper, gold, settings=settings)
     findings: list[str] = []
     use = feature_use(load_policy(policy_dir), features, settings.fresh_per_family, settings.seed)
     for fam, row in use.items():
@@ -131,6 +133,8 @@ def assess_policy(
     findings += mix_findings(run)
     verdict = report["verdict"]
     findings += [f"certification: {r}" for r in verdict["reasons"]]
+    if verdict.get("gold_plan"):
+        findings.append(f"certification: {verdict['gold_plan']}")
     return {
         "run": name,
         "policy": str(policy_dir),
@@ -158,8 +162,10 @@ def assess_world(
     wrapper: Path | None,
     policies: dict[str, Path] | None = None,
     settings: CertifySettings | None = None,
+    gold: Path | None = None,
 ) -> dict:
-    """Every run under ``world/runs`` plus ``policies`` (name -> directory)."""
+    """Every run under ``world/runs`` plus ``policies`` (name -> directory), certified on
+    ``gold`` (default: the world's gold set)."""
     settings = settings or CertifySettings()
     chosen = {**runs_of(world), **(policies or {})}
     if not chosen:
@@ -171,9 +177,12 @@ def assess_world(
     rows = []
     for name, path in chosen.items():
         log.info("assess: %s", name)
-        rows.append(assess_policy(world, name, path, wrapper, features, reference_use, settings))
+        rows.append(
+            assess_policy(world, name, path, wrapper, features, reference_use, settings, gold)
+        )
     return {
         "world": str(world),
+        "gold": str(gold) if gold else None,
         "flagged_features": features,
         "reference_feature_use": reference_use,
         "runs": rows,

@@ -18,6 +18,7 @@ import torch
 from rate.certify.estimators import (
     ESS_MIN,
     LEVEL,
+    PLAN_PASS,
     SUPPORT_MIN,
     Interval,
     abstains,
@@ -25,6 +26,7 @@ from rate.certify.estimators import (
     dr_covariates,
     dr_replicates,
     ess,
+    gold_needed,
     snips,
     snips_replicates,
     split_folds,
@@ -58,6 +60,9 @@ class CertifySettings:
     ess_min: float = ESS_MIN
     support_min: float = SUPPORT_MIN
     seed: int = 0
+    # Where a family abstains, unlabelled reference samples per family from which the gold
+    # set that would let it answer is sized (plan_gold); 0: no plan.
+    plan_per_family: int = 2000
 
 
 DEFAULTS = CertifySettings()
@@ -239,6 +244,58 @@ def verdict(report: dict) -> dict:
     return {"decision": "hold" if reasons else "ship", "reasons": reasons}
 
 
+# The plan's draws are their own: planning leaves the certificate's numbers as they were.
+_PLAN_SEED = 0x9A1D
+
+
+def plan_log_ratios(
+    policy: Policy, reference: Policy, families: list[str], settings: CertifySettings
+) -> dict[str, np.ndarray]:
+    """log pi_new / pi_ref of ``settings.plan_per_family`` fresh, unlabelled reference samples
+    per family: what a larger gold set's weights would look like, before anyone labels it."""
+    gen = torch.Generator().manual_seed(_PLAN_SEED + settings.seed)
+    counts = dict.fromkeys(families, settings.plan_per_family)
+    pool = pool_from_records(make_prompts(counts, "certify-plan", gen, shuffle=False))
+    responses = sample(reference, pool.tokens, 1.0, gen).responses
+    log_w = log_ratios(policy, reference, pool.tokens, responses)
+    return {fam: log_w[(pool.families == FAMILIES.index(fam)).numpy()] for fam in families}
+
+
+def plan_gold(report: dict, plans: dict[str, np.ndarray], settings: CertifySettings) -> None:
+    """Size the gold set that would let an abstaining certificate answer: per family, the
+    fewest gold rows with which its floors pass in 90% of gold sets simulated from ``plans``
+    (:func:`~rate.certify.estimators.gold_needed`); for the mix, the largest of them. Adds
+    ``gold_plan`` to each row and to the balanced mix, and the plan's sentence to the verdict.
+    Reads no label: a release that cannot be certified learns what would certify it."""
+    rng = np.random.default_rng([settings.seed, _PLAN_SEED])
+    sizes = []
+    for fam, row in report["per_family"].items():
+        rows, share = gold_needed(
+            plans[fam], row["kl"], row["n_gold"], rng, settings.ess_min, settings.support_min
+        )
+        row["gold_plan"] = {"rows": rows, "pass_share": round(share, 3)}
+        sizes.append(rows)
+    largest = None if None in sizes else max(sizes)
+    now = max(row["n_gold"] for row in report["per_family"].values())
+    report["balanced"]["gold_plan"] = {
+        "rows": largest,
+        "reference_samples": settings.plan_per_family,
+        "pass_share": PLAN_PASS,
+    }
+    if largest is None:
+        beyond = [f for f, row in report["per_family"].items() if row["gold_plan"]["rows"] is None]
+        said = (
+            f"more than {64 * now} gold rows per family (now {now}) would be needed for "
+            f"{', '.join(beyond)} to answer"
+        )
+    else:
+        said = f"about {largest} gold rows per family (now {now}) would let every family answer"
+    report["verdict"]["gold_plan"] = (
+        f"{said} (each family in {PLAN_PASS:.0%} of gold sets simulated from "
+        f"{settings.plan_per_family} unlabelled reference samples per family)"
+    )
+
+
 def load_gold(world: Path, gold: Path | None = None) -> LabelledSet:
     return load_labelled(Path(gold) if gold else Path(world) / "data" / "gold_calib.jsonl")
 
@@ -258,9 +315,10 @@ def certify_policy(
     if gold_rows is not None:
         gold_set = subset(gold_set, gold_rows)
     transform = load_reward_wrapper(wrapper) if wrapper else None
+    policy, reference = load_policy(Path(policy_dir)), load_policy(world / "policy")
     inputs = gather(
-        load_policy(Path(policy_dir)),
-        load_policy(world / "policy"),
+        policy,
+        reference,
         load_reward_model(world / "reward_model"),
         gold_set,
         transform,
@@ -268,6 +326,8 @@ def certify_policy(
         settings,
     )
     report = certify_inputs(inputs, settings)
+    if settings.plan_per_family and report.get("balanced", {}).get("abstain"):
+        plan_gold(report, plan_log_ratios(policy, reference, list(inputs), settings), settings)
     report["policy"] = str(policy_dir)
     report["wrapper"] = str(wrapper) if wrapper else None
     report["level"] = LEVEL
@@ -285,6 +345,18 @@ def subset(gold: LabelledSet, rows: np.ndarray) -> LabelledSet:
     )
 
 
+def note(row: dict) -> str:
+    """A family's abstention, with the gold rows that would let it answer where planned."""
+    if not row["abstain"]:
+        return ""
+    plan = row.get("gold_plan")
+    if plan is None:
+        return f"abstains: {row['abstain']}"
+    rows = plan["rows"]
+    needs = f"{rows} gold rows would answer" if rows else "no planned gold set answers"
+    return f"abstains: {row['abstain']}; {needs}"
+
+
 def markdown(report: dict) -> str:
     """One table: per family and balanced, the DR and SNIPS estimates with intervals."""
 
@@ -298,8 +370,7 @@ def markdown(report: dict) -> str:
     for fam, r in report["per_family"].items():
         lines.append(
             f"| {fam} | {r['ess']:.1f} | {r['kl']:.2f} | {cell(r['reference'])} | "
-            f"{cell(r['dr'])} | {cell(r['dr_gain'])} | {cell(r['snips'])} | "
-            f"{'abstains: ' + r['abstain'] if r['abstain'] else ''} |"
+            f"{cell(r['dr'])} | {cell(r['dr_gain'])} | {cell(r['snips'])} | {note(r)} |"
         )
     b = report["balanced"]
     lines.append(
@@ -311,4 +382,6 @@ def markdown(report: dict) -> str:
         "",
         f"Verdict: **{v['decision']}**" + (f" ({'; '.join(v['reasons'])})" if v["reasons"] else ""),
     ]
+    if v.get("gold_plan"):
+        lines += ["", f"More gold labels: {v['gold_plan']}."]
     return "\n".join(lines) + "\n"

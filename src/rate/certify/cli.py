@@ -72,6 +72,12 @@ def register(tiny: argparse._SubParsersAction) -> None:
     a.add_argument("--audit", type=Path, required=True, help="a `rate audit` JSON (its flags)")
     a.add_argument("--policy", action="append", default=[], metavar="NAME=DIR")
     a.add_argument("--out", type=Path, required=True, help="output folder")
+    a.add_argument(
+        "--gold",
+        type=Path,
+        help="gold labels (default: WORLD/data/gold_calib.jsonl); a larger set of labelled "
+        "reference samples lets more runs be certified (each abstention says how large)",
+    )
     _settings_arguments(a)
     a.set_defaults(func=cmd_assess)
 
@@ -133,7 +139,7 @@ def cmd_assess(args: argparse.Namespace) -> int:
     audit = read_json(args.audit)
     if not isinstance(audit, dict) or "candidates" not in audit:
         raise ConfigError(f"{args.audit}: not a `rate audit` JSON (no 'candidates')")
-    result = assess_world(args.world, audit, args.wrapper, policies, _settings(args))
+    result = assess_world(args.world, audit, args.wrapper, policies, _settings(args), args.gold)
     table = markdown(result)
     atomic_write_json(args.out / "assessment.json", result)
     atomic_write_text(args.out / "assessment.md", table)

@@ -246,3 +246,43 @@ def abstains(
     if supported < support_min:
         return f"KL {kl:.2f} to the reference: n*exp(-KL) = {supported:.1f} < {support_min:g}"
     return None
+
+
+# A plan for more gold labels is read at this share: a gold set of the planned size passes a
+# family's floors in at least 90% of simulated draws.
+PLAN_PASS = 0.9
+
+
+def gold_needed(
+    log_w_reference: np.ndarray,
+    kl: float,
+    n_now: int,
+    rng: np.random.Generator,
+    ess_min: float = ESS_MIN,
+    support_min: float = SUPPORT_MIN,
+    share: float = PLAN_PASS,
+    sets: int = 200,
+    most: int = 64,
+) -> tuple[int | None, float]:
+    """The fewest gold rows per family, on a grid n_now * 2^(k/2) up to ``most`` * n_now, at
+    which this family's abstention floors would pass in ``share`` of gold sets.
+
+    ``log_w_reference`` are log pi_new / pi_ref of the family's unlabelled reference samples:
+    a gold set of n rows is simulated as n of them drawn with replacement, so no label is
+    read. The KL floor n * exp(-KL) >= ``support_min`` is arithmetic on ``kl``. -> (rows,
+    the share of simulated sets that pass there), or (None, the share at the largest size)
+    when no size on the grid passes. The weights' tail beyond these samples is not seen, so
+    for a policy far from the reference this is a lower estimate."""
+    w = np.exp(log_w_reference - log_w_reference.max())
+    size, passed = n_now, 0.0
+    for k in range(int(2 * np.log2(most)) + 1):
+        size = int(round(n_now * 2 ** (k / 2)))
+        if size * np.exp(-max(kl, 0.0)) < support_min:
+            continue
+        drawn = w[rng.integers(0, len(w), size=(sets, size))]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            sample_ess = drawn.sum(1) ** 2 / (drawn**2).sum(1)
+        passed = float(np.mean(sample_ess >= ess_min))
+        if passed >= share:
+            return size, passed
+    return None, passed

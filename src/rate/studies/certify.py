@@ -26,12 +26,15 @@ from rate.io import (
     atomic_write_json,
     folder_lock,
     json_safe,
+    jsonl_writer,
+    link_new,
     read_json,
     write_error,
+    write_temp,
 )
 from rate.progress import progress
 from rate.store import git_commit
-from rate.tinyrlhf.data import LabelledSet, pool_from_records
+from rate.tinyrlhf.data import LabelledSet, labelled_rows, pool_from_records
 from rate.tinyrlhf.evaluate import evaluate_policy, load_oracle
 from rate.tinyrlhf.labels import expert_labels
 from rate.tinyrlhf.models import load_policy, load_reward_model
@@ -73,6 +76,26 @@ def true_values(world: Path, policy_dir: Path, per_family: int, cache: Path) -> 
     }
     atomic_write_json(cache, out)
     return out
+
+
+def write_fresh_gold(world: Path, per_family: int, seed: int, out: Path) -> int:
+    """Write a fresh gold set (:func:`fresh_gold`) to ``out`` as the world's gold file is
+    written, claiming the name (an existing file is never replaced). -> its rows.
+
+    A harness: the oracle labels it, as an expert would label more reference samples when a
+    certificate abstains and says how many it needs (:func:`rate.certify.certify.plan_gold`)."""
+    out = Path(out)
+    if out.exists():
+        raise RateError(f"{out}: exists; choose another --out (a gold set is never replaced)")
+    gold = fresh_gold(world, per_family, seed)
+    rows = labelled_rows(gold, gold.responses, gold.labels)
+    tmp = write_temp(out.parent, out.name, jsonl_writer(rows))
+    try:
+        if not link_new(tmp, out):
+            raise RateError(f"{out}: written meanwhile by another run; choose another --out")
+    finally:
+        tmp.unlink(missing_ok=True)
+    return len(rows)
 
 
 def fresh_gold(world: Path, per_family: int, seed: int) -> LabelledSet:

@@ -74,8 +74,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--wrapper", type=Path, help="the reward wrapper the certification uses")
     v.add_argument("--sets", type=int, default=200, help="fresh gold sets")
     v.add_argument("--truth-per-family", type=int, default=4000)
+    v.add_argument(
+        "--gold-per-family", type=int, default=100, help="rows per family of each gold set"
+    )
     v.add_argument("--out", type=Path, required=True)
     v.set_defaults(func=cmd_certify_coverage)
+
+    g = study.add_parser(
+        "gold",
+        help="a fresh gold set labelled by the oracle (the labels a certificate's plan asks for)",
+        description="Reference samples of fresh prompts with expert labels, written like "
+        "WORLD/data/gold_calib.jsonl, for `rate tinyrlhf certify|assess --gold`. Example: rate "
+        "study gold --world W --per-family 600 --out gold600.jsonl",
+    )
+    g.add_argument("--world", type=Path, required=True)
+    g.add_argument("--per-family", type=int, required=True, help="rows per family")
+    g.add_argument(
+        "--seed", type=int, default=30_000, help="default 30000 (the coverage study's sets: 20000+)"
+    )
+    g.add_argument("--out", type=Path, required=True, help="the .jsonl to write (must not exist)")
+    g.set_defaults(func=cmd_gold)
 
     x = study.add_parser(
         "assess-truth", help="a `rate tinyrlhf assess`'s decisions against the oracle's rule"
@@ -266,20 +284,36 @@ def cmd_certify_coverage(args: argparse.Namespace) -> int:
     from rate.certify.cli import named_paths
     from rate.io import atomic_write_json, atomic_write_text
     from rate.studies.certify import coverage_study, markdown
+    from rate.studies.frontier import check_gold_rows
 
     policies = named_paths(args.policy)
+    check_gold_rows(args.gold_per_family)
     study = coverage_study(
         args.world,
         policies,
         args.out,
         args.wrapper,
         args.sets,
+        args.gold_per_family,
         truth_per_family=args.truth_per_family,
     )
     table = markdown(study)
     atomic_write_json(args.out / "certify_coverage.json", study)
     atomic_write_text(args.out / "certify_coverage.md", table)
     print(table, end="")
+    return 0
+
+
+def cmd_gold(args: argparse.Namespace) -> int:
+    import json
+
+    from rate.studies.certify import write_fresh_gold
+    from rate.studies.frontier import check_gold_rows
+    from rate.tinyrlhf.data import require_world
+
+    check_gold_rows(args.per_family)
+    rows = write_fresh_gold(require_world(args.world), args.per_family, args.seed, args.out)
+    print(json.dumps({"gold": str(args.out), "rows": rows, "seed": args.seed}))
     return 0
 
 

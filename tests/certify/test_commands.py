@@ -50,6 +50,40 @@ def test_the_kl_is_read_from_a_draw_of_its_own(small_world):
         assert abs(x.log_w_kl.mean() - x.log_w_fresh.mean()) < 1.0
 
 
+def test_an_abstaining_certificate_sizes_the_gold_set_that_would_let_it_answer(small_world):
+    from rate.certify.certify import markdown
+    from rate.studies.certify import write_fresh_gold
+
+    run = small_world / "runs" / "kl002-s1500" / "checkpoint"
+    planned = certify_policy(small_world, run, settings=CertifySettings(60, 200))
+    plain = certify_policy(small_world, run, settings=CertifySettings(60, 200, plan_per_family=0))
+    assert planned["verdict"]["decision"] == "abstain"
+    # The plan draws on its own: the certificate's numbers are the same without it.
+    for fam, row in plain["per_family"].items():
+        assert "gold_plan" not in row
+        assert {k: v for k, v in planned["per_family"][fam].items() if k != "gold_plan"} == row
+    assert planned["verdict"]["decision"] == plain["verdict"]["decision"]
+    plans = {f: r["gold_plan"]["rows"] for f, r in planned["per_family"].items()}
+    for fam, rows in plans.items():
+        if rows is not None:  # the KL floor holds at the planned size
+            assert rows * np.exp(-max(planned["per_family"][fam]["kl"], 0)) >= 15
+    b = planned["balanced"]["gold_plan"]
+    sizes = list(plans.values())
+    assert b["rows"] == (None if None in sizes else max(sizes))
+    said = planned["verdict"]["gold_plan"]
+    assert ("about" if b["rows"] else "more than") in said and said in markdown(planned)
+
+    # Against the truth: a fresh gold set of the planned size, labelled by the oracle, lets a
+    # planned family answer that abstained with the world's gold set.
+    fam, rows = next((f, n) for f, n in plans.items() if n and planned["per_family"][f]["abstain"])
+    assert rows > planned["per_family"][fam]["n_gold"]
+    bigger = small_world.parent / f"gold{rows}.jsonl"
+    write_fresh_gold(small_world, rows, 30_000, bigger)
+    again = certify_policy(small_world, run, gold=bigger, settings=CertifySettings(60, 200))
+    assert again["per_family"][fam]["n_gold"] == rows
+    assert again["per_family"][fam]["abstain"] is None, again["per_family"][fam]
+
+
 def test_the_gold_split_halves_every_family():
     families = np.repeat(np.arange(6), 11)
     select, report = split_gold(families, 0)
@@ -91,12 +125,30 @@ def test_certify_and_assess_commands(small_world, tmp_path):
          "--write-wrapper", str(tmp_path / "ours.py")],
         tmp_path,
     )  # fmt: skip
+    gold = tmp_path / "gold.jsonl"
+    out = run_rate(
+        ["study", "gold", "--world", str(small_world), "--per-family", "40", "--out", str(gold)],
+        tmp_path,
+    )  # fmt: skip
+    assert json.loads(out.stdout.splitlines()[-1])["rows"] == 240
+    again = run_rate(
+        ["study", "gold", "--world", str(small_world), "--per-family", "50", "--out", str(gold)],
+        tmp_path, check=False,
+    )  # fmt: skip
+    assert again.returncode != 0 and "exists; choose another --out" in again.stderr
+    assert len(gold.read_text().splitlines()) == 240  # kept as it was
     run_rate(
         ["tinyrlhf", "assess", "--world", str(small_world), "--audit", str(audit),
-         "--wrapper", str(tmp_path / "ours.py"), "--out", str(tmp_path / "assess"), *FAST],
+         "--wrapper", str(tmp_path / "ours.py"), "--out", str(tmp_path / "assess"),
+         "--gold", str(gold), *FAST],
         tmp_path,
     )  # fmt: skip
     result = json.loads((tmp_path / "assess" / "assessment.json").read_text())
+    assert result["gold"] == str(gold)
+    for row in result["runs"]:  # every certificate read the gold set given
+        assert {r["n_gold"] for r in row["certification"]["per_family"].values()} == {40}
+        if row["decision"] == "abstain":  # and says how much more gold would answer
+            assert any("gold rows per family" in f for f in row["findings"]), row["findings"]
     names = {r["run"] for r in result["runs"]}
     assert names == {p.name for p in (small_world / "runs").iterdir() if p.is_dir()}
     for row in result["runs"]:

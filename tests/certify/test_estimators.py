@@ -309,3 +309,30 @@ def test_named_paths_take_name_equals_dir_and_refuse_the_rest():
     for bad in ("a", "=x", "a="):
         with pytest.raises(ConfigError, match=f"--policy '{bad}': expected NAME=DIR"):
             named_paths([bad])
+
+
+def test_the_gold_plan_is_the_kl_floor_where_every_weight_is_equal():
+    from rate.certify.estimators import gold_needed
+
+    # Equal weights: every simulated gold set has ESS = n, so only n * exp(-KL) >= 15 binds.
+    # At KL 2, n >= 15 e^2 = 110.8; the grid's sizes are 100, 141, 200, ...: 141.
+    rng = np.random.default_rng(0)
+    assert gold_needed(np.zeros(500), 2.0, 100, rng) == (141, 1.0)
+    assert gold_needed(np.zeros(500), 0.0, 100, rng) == (100, 1.0)  # the gold set it has
+    # At KL 10, n >= 15 e^10 = 330,397: beyond 64 times 100.
+    assert gold_needed(np.zeros(500), 10.0, 100, rng) == (None, 0.0)
+
+
+def test_the_gold_plan_sees_a_rare_heavy_weight_the_gold_set_may_miss():
+    from rate.certify.estimators import gold_needed
+
+    # One reference sample in 1,000 carries almost all the weight: a gold set holding it has
+    # ESS ~1, one without it has ESS n. Sets of n pass the ESS floor with probability
+    # 0.999^n: 0.905 at n = 100 (passes 90%), 0.868 at 141, 0.670 at 400.
+    log_w = np.zeros(1000)
+    log_w[0] = 50.0
+    rows, share = gold_needed(log_w, 0.0, 100, np.random.default_rng(1), sets=40_000)
+    assert rows == 100 and share == pytest.approx(0.999**100, abs=0.005)
+    # Where the KL floor asks for 141 rows or more, no size up to 4 x 100 passes 90%.
+    rows, share = gold_needed(log_w, 2.0, 100, np.random.default_rng(1), sets=40_000, most=4)
+    assert rows is None and share == pytest.approx(0.999**400, abs=0.01)

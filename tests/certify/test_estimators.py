@@ -317,22 +317,36 @@ def test_the_gold_plan_is_the_kl_floor_where_every_weight_is_equal():
     # Equal weights: every simulated gold set has ESS = n, so only n * exp(-KL) >= 15 binds.
     # At KL 2, n >= 15 e^2 = 110.8; the grid's sizes are 100, 141, 200, ...: 141.
     rng = np.random.default_rng(0)
-    assert gold_needed(np.zeros(500), 2.0, 100, rng) == (141, 1.0)
-    assert gold_needed(np.zeros(500), 0.0, 100, rng) == (100, 1.0)  # the gold set it has
+    flat = np.zeros(500)
+    assert gold_needed(flat, flat, 2.0, 100, rng) == (141, 1.0)
+    assert gold_needed(flat, flat, 0.0, 100, rng) == (100, 1.0)  # the gold set it has
     # At KL 10, n >= 15 e^10 = 330,397: beyond 64 times 100.
-    assert gold_needed(np.zeros(500), 10.0, 100, rng) == (None, 0.0)
+    assert gold_needed(flat, flat, 10.0, 100, rng) == (None, 0.0)
 
 
-def test_the_gold_plan_sees_a_rare_heavy_weight_the_gold_set_may_miss():
+def _binomial_at_least(k: int, n: int, p: float) -> float:
+    return 1.0 - sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k))
+
+
+def test_the_gold_plan_draws_reference_samples_from_both_policies_samples():
     from rate.certify.estimators import gold_needed
 
-    # One reference sample in 1,000 carries almost all the weight: a gold set holding it has
-    # ESS ~1, one without it has ESS n. Sets of n pass the ESS floor with probability
-    # 0.999^n: 0.905 at n = 100 (passes 90%), 0.868 at 141, 0.670 at 400.
-    log_w = np.zeros(1000)
-    log_w[0] = 50.0
-    rows, share = gold_needed(log_w, 0.0, 100, np.random.default_rng(1), sets=40_000)
-    assert rows == 100 and share == pytest.approx(0.999**100, abs=0.005)
-    # Where the KL floor asks for 141 rows or more, no size up to 4 x 100 passes 90%.
-    rows, share = gold_needed(log_w, 2.0, 100, np.random.default_rng(1), sets=40_000, most=4)
-    assert rows is None and share == pytest.approx(0.999**400, abs=0.01)
+    # The reference writes A with probability 0.05 and B otherwise; the new policy writes only
+    # A, so w(A) = 20 and w(B) = 0, KL = log 20. Among 1,000 reference samples 50 are A; all
+    # 1,000 of the new policy's are. Drawn with probability proportional to
+    # 1 / (1,000 + 1,000 w), the pool gives A with probability exactly 0.05, as the reference
+    # does. A gold set's ESS is its number of A, Binomial(n, 0.05): with an ESS floor of 20,
+    # 400 rows pass in P(Bin(400, 0.05) >= 20) = 0.56 of sets, 566 rows in 0.96.
+    ref = np.full(1000, -60.0)
+    ref[:50] = np.log(20.0)
+    new = np.full(1000, np.log(20.0))
+    rows, share = gold_needed(
+        ref, new, np.log(20.0), 100, np.random.default_rng(2), ess_min=20, sets=20_000
+    )
+    assert rows == 566
+    assert share == pytest.approx(_binomial_at_least(20, 566, 0.05), abs=0.01)
+    assert _binomial_at_least(20, 400, 0.05) < 0.9  # the size below fails, as it should
+    # The reference's samples alone, drawn uniformly, hold A at the same 5%: the same answer.
+    # (With a few thousand of them a far-moved policy's A is mostly missing, hence the pool.)
+    alone = gold_needed(ref, np.zeros(0), np.log(20.0), 100, np.random.default_rng(3), ess_min=20)
+    assert alone[0] == 566

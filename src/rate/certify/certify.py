@@ -60,8 +60,8 @@ class CertifySettings:
     ess_min: float = ESS_MIN
     support_min: float = SUPPORT_MIN
     seed: int = 0
-    # Where a family abstains, unlabelled reference samples per family from which the gold
-    # set that would let it answer is sized (plan_gold); 0: no plan.
+    # Where a family abstains, unlabelled samples per family of the reference and of the new
+    # policy, from which the gold set that would let it answer is sized (plan_gold); 0: none.
     plan_per_family: int = 2000
 
 
@@ -250,28 +250,37 @@ _PLAN_SEED = 0x9A1D
 
 def plan_log_ratios(
     policy: Policy, reference: Policy, families: list[str], settings: CertifySettings
-) -> dict[str, np.ndarray]:
-    """log pi_new / pi_ref of ``settings.plan_per_family`` fresh, unlabelled reference samples
-    per family: what a larger gold set's weights would look like, before anyone labels it."""
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per family, log pi_new / pi_ref of ``settings.plan_per_family`` fresh, unlabelled
+    samples of the reference and as many of the new policy: what a larger gold set's weights
+    would look like, tail included, before anyone labels it."""
     gen = torch.Generator().manual_seed(_PLAN_SEED + settings.seed)
     counts = dict.fromkeys(families, settings.plan_per_family)
     pool = pool_from_records(make_prompts(counts, "certify-plan", gen, shuffle=False))
-    responses = sample(reference, pool.tokens, 1.0, gen).responses
-    log_w = log_ratios(policy, reference, pool.tokens, responses)
-    return {fam: log_w[(pool.families == FAMILIES.index(fam)).numpy()] for fam in families}
+    drawn = [
+        log_ratios(policy, reference, pool.tokens, sample(p, pool.tokens, 1.0, gen).responses)
+        for p in (reference, policy)
+    ]
+    return {
+        fam: tuple(lw[(pool.families == FAMILIES.index(fam)).numpy()] for lw in drawn)
+        for fam in families
+    }  # type: ignore[misc]
 
 
-def plan_gold(report: dict, plans: dict[str, np.ndarray], settings: CertifySettings) -> None:
+def plan_gold(
+    report: dict, plans: dict[str, tuple[np.ndarray, np.ndarray]], settings: CertifySettings
+) -> None:
     """Size the gold set that would let an abstaining certificate answer: per family, the
     fewest gold rows with which its floors pass in 90% of gold sets simulated from ``plans``
-    (:func:`~rate.certify.estimators.gold_needed`); for the mix, the largest of them. Adds
+    (:func:`plan_log_ratios`, :func:`~rate.certify.estimators.gold_needed`); for the mix,
+    the largest of them. Adds
     ``gold_plan`` to each row and to the balanced mix, and the plan's sentence to the verdict.
     Reads no label: a release that cannot be certified learns what would certify it."""
     rng = np.random.default_rng([settings.seed, _PLAN_SEED])
     sizes = []
     for fam, row in report["per_family"].items():
         rows, share = gold_needed(
-            plans[fam], row["kl"], row["n_gold"], rng, settings.ess_min, settings.support_min
+            *plans[fam], row["kl"], row["n_gold"], rng, settings.ess_min, settings.support_min
         )
         row["gold_plan"] = {"rows": rows, "pass_share": round(share, 3)}
         sizes.append(rows)
@@ -292,7 +301,7 @@ def plan_gold(report: dict, plans: dict[str, np.ndarray], settings: CertifySetti
         said = f"about {largest} gold rows per family (now {now}) would let every family answer"
     report["verdict"]["gold_plan"] = (
         f"{said} (each family in {PLAN_PASS:.0%} of gold sets simulated from "
-        f"{settings.plan_per_family} unlabelled reference samples per family)"
+        f"{settings.plan_per_family} unlabelled samples per family of each policy)"
     )
 
 

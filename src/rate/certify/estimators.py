@@ -255,6 +255,7 @@ PLAN_PASS = 0.9
 
 def gold_needed(
     log_w_reference: np.ndarray,
+    log_w_policy: np.ndarray,
     kl: float,
     n_now: int,
     rng: np.random.Generator,
@@ -267,22 +268,50 @@ def gold_needed(
     """The fewest gold rows per family, on a grid n_now * 2^(k/2) up to ``most`` * n_now, at
     which this family's abstention floors would pass in ``share`` of gold sets.
 
-    ``log_w_reference`` are log pi_new / pi_ref of the family's unlabelled reference samples:
-    a gold set of n rows is simulated as n of them drawn with replacement, so no label is
-    read. The KL floor n * exp(-KL) >= ``support_min`` is arithmetic on ``kl``. -> (rows,
-    the share of simulated sets that pass there), or (None, the share at the largest size)
-    when no size on the grid passes. The weights' tail beyond these samples is not seen, so
-    for a policy far from the reference this is a lower estimate."""
-    w = np.exp(log_w_reference - log_w_reference.max())
+    A gold set is reference samples, whose weights w = pi_new / pi_ref are heavy where the new
+    policy went and the reference rarely goes: a few thousand reference samples miss that
+    tail. So the gold sets are simulated from unlabelled samples of both policies, pooled:
+    each is drawn with probability pi_ref / q, q being the pool's mixture, i.e. proportional
+    to 1 / (m_ref + m_new * w), which makes the draws reference samples (sampling-importance-
+    resampling). ``log_w_reference``, ``log_w_policy``: log w of the family's reference
+    samples and of the new policy's. The KL floor n * exp(-KL) >= ``support_min`` is
+    arithmetic on ``kl``. No label is read. -> (rows, the share of simulated sets that pass
+    both floors there), or (None, that share at the largest size) when no size passes."""
+    draw = GoldDraws(log_w_reference, log_w_policy)
     size, passed = n_now, 0.0
     for k in range(int(2 * np.log2(most)) + 1):
         size = int(round(n_now * 2 ** (k / 2)))
-        if size * np.exp(-max(kl, 0.0)) < support_min:
-            continue
-        drawn = w[rng.integers(0, len(w), size=(sets, size))]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            sample_ess = drawn.sum(1) ** 2 / (drawn**2).sum(1)
-        passed = float(np.mean(sample_ess >= ess_min))
+        passed = draw.pass_share(size, kl, rng, ess_min, support_min, sets)
         if passed >= share:
             return size, passed
     return None, passed
+
+
+class GoldDraws:
+    """Gold sets of any size simulated from unlabelled samples of both policies (see
+    :func:`gold_needed`)."""
+
+    def __init__(self, log_w_reference: np.ndarray, log_w_policy: np.ndarray) -> None:
+        pooled = np.concatenate([log_w_reference, log_w_policy])
+        m_ref, m_new = len(log_w_reference), len(log_w_policy)
+        log_p = -np.logaddexp(np.log(m_ref), np.log(m_new) + pooled) if m_new else np.zeros(m_ref)
+        self.p = np.exp(log_p - log_p.max())
+        self.p /= self.p.sum()
+        self.w = np.exp(pooled - pooled.max())
+
+    def pass_share(
+        self,
+        size: int,
+        kl: float,
+        rng: np.random.Generator,
+        ess_min: float = ESS_MIN,
+        support_min: float = SUPPORT_MIN,
+        sets: int = 200,
+    ) -> float:
+        """The share of ``sets`` simulated gold sets of ``size`` rows that pass both floors."""
+        if size * np.exp(-max(kl, 0.0)) < support_min:
+            return 0.0
+        drawn = self.w[rng.choice(len(self.w), size=(sets, size), p=self.p)]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            sample_ess = drawn.sum(1) ** 2 / (drawn**2).sum(1)
+        return float(np.mean(sample_ess >= ess_min))

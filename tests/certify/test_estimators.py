@@ -341,7 +341,7 @@ def test_the_gold_plan_draws_reference_samples_from_both_policies_samples():
     ref[:50] = np.log(20.0)
     new = np.full(1000, np.log(20.0))
     rows, share = gold_needed(
-        ref, new, np.log(20.0), 100, np.random.default_rng(2), ess_min=20, sets=20_000
+        ref, new, np.log(20.0), 100, np.random.default_rng(2), ess_min=20, sets=5_000
     )
     assert rows == 566
     assert share == pytest.approx(_binomial_at_least(20, 566, 0.05), abs=0.01)

@@ -262,7 +262,7 @@ def gold_needed(
     ess_min: float = ESS_MIN,
     support_min: float = SUPPORT_MIN,
     share: float = PLAN_PASS,
-    sets: int = 200,
+    sets: int = 400,
     most: int = 64,
 ) -> tuple[int | None, float]:
     """The fewest gold rows per family, on a grid n_now * 2^(k/2) up to ``most`` * n_now, at
@@ -306,12 +306,14 @@ class GoldDraws:
         rng: np.random.Generator,
         ess_min: float = ESS_MIN,
         support_min: float = SUPPORT_MIN,
-        sets: int = 200,
+        sets: int = 400,
     ) -> float:
         """The share of ``sets`` simulated gold sets of ``size`` rows that pass both floors."""
         if size * np.exp(-max(kl, 0.0)) < support_min:
             return 0.0
-        drawn = self.w[rng.choice(len(self.w), size=(sets, size), p=self.p)]
+        # A set's ESS depends only on how often it drew each pooled sample: (sets, pool)
+        # counts, whatever the size.
+        counts = rng.multinomial(size, self.p, size=sets)
         with np.errstate(invalid="ignore", divide="ignore"):
-            sample_ess = drawn.sum(1) ** 2 / (drawn**2).sum(1)
+            sample_ess = (counts @ self.w) ** 2 / (counts @ self.w**2)
         return float(np.mean(sample_ess >= ess_min))

@@ -62,7 +62,7 @@ class CertifySettings:
     seed: int = 0
     # Where a family abstains, unlabelled samples per family of the reference and of the new
     # policy, from which the gold set that would let it answer is sized (plan_gold); 0: none.
-    plan_per_family: int = 2000
+    plan_per_family: int = 1000
 
 
 DEFAULTS = CertifySettings()
@@ -288,7 +288,7 @@ def plan_gold(
     now = max(row["n_gold"] for row in report["per_family"].values())
     report["balanced"]["gold_plan"] = {
         "rows": largest,
-        "reference_samples": settings.plan_per_family,
+        "samples_per_policy": settings.plan_per_family,
         "pass_share": PLAN_PASS,
     }
     if largest is None:

@@ -18,6 +18,7 @@ import torch
 from rate.certify.estimators import (
     ESS_MIN,
     LEVEL,
+    PLAN_MOST,
     PLAN_PASS,
     SUPPORT_MIN,
     Interval,
@@ -273,9 +274,9 @@ def plan_gold(
     """Size the gold set that would let an abstaining certificate answer: per family, the
     fewest gold rows with which its floors pass in 90% of gold sets simulated from ``plans``
     (:func:`plan_log_ratios`, :func:`~rate.certify.estimators.gold_needed`); for the mix,
-    the largest of them. Adds
-    ``gold_plan`` to each row and to the balanced mix, and the plan's sentence to the verdict.
-    Reads no label: a release that cannot be certified learns what would certify it."""
+    the largest of them. Adds ``gold_plan`` to each row and to the balanced mix, and the
+    plan's sentence to the verdict. Reads no label: a release that cannot be certified learns
+    what would certify it."""
     rng = np.random.default_rng([settings.seed, _PLAN_SEED])
     sizes = []
     for fam, row in report["per_family"].items():
@@ -294,7 +295,7 @@ def plan_gold(
     if largest is None:
         beyond = [f for f, row in report["per_family"].items() if row["gold_plan"]["rows"] is None]
         said = (
-            f"more than {64 * now} gold rows per family (now {now}) would be needed for "
+            f"more than {PLAN_MOST * now} gold rows per family (now {now}) would be needed for "
             f"{', '.join(beyond)} to answer"
         )
     else:

@@ -249,8 +249,10 @@ def abstains(
 
 
 # A plan for more gold labels is read at this share: a gold set of the planned size passes a
-# family's floors in at least 90% of simulated draws.
+# family's floors in at least 90% of simulated draws. It looks up to PLAN_MOST times the gold
+# set it has.
 PLAN_PASS = 0.9
+PLAN_MOST = 64
 
 
 def gold_needed(
@@ -263,7 +265,7 @@ def gold_needed(
     support_min: float = SUPPORT_MIN,
     share: float = PLAN_PASS,
     sets: int = 400,
-    most: int = 64,
+    most: int = PLAN_MOST,
 ) -> tuple[int | None, float]:
     """The fewest gold rows per family, on a grid n_now * 2^(k/2) up to ``most`` * n_now, at
     which this family's abstention floors would pass in ``share`` of gold sets.

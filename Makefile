@@ -22,7 +22,8 @@ STAGE = $(if $(PARTITION),$(VENV)/bin/rate submit $(1) $(WAIT_FLAG),$(VENV)/bin/
 .DEFAULT_GOAL := help
 .PHONY: help setup demo audit-demo demo-text test test-fast fixture bench lint format clean \
 	create_dataset score_dataset treatment_effects plots pipeline sweep smoke synthetic semisynthetic-text coverage validate \
-	faults matrix release-study sweep-study certify-coverage-study tilt-study frontier-study gpu-check
+	faults matrix release-study sweep-study certify-coverage-study gold-plan-study tilt-study \
+	frontier-study gpu-check
 
 help: ## list the targets and the variables they take
 	@echo "Targets:"
@@ -39,6 +40,7 @@ help: ## list the targets and the variables they take
 	@echo "                     PROPOSALS: REWARD:BETA=DIR ..., policies the oracle also samples);"
 	@echo "                     make release-study: the world"
 	@echo "  POLICIES           make certify-coverage-study: more policies, 'NAME=DIR ...'"
+	@echo "  GOLD, POLICIES     make gold-plan-study: gold rows per family, the policies ('NAME=DIR ...')"
 	@echo "  VENV               the virtual environment (now: $(VENV))"
 
 # torch==2.13.0 goes in first: pip takes that CPU build from local disk, and the range in
@@ -127,6 +129,13 @@ certify-coverage-study: $(STAMP) ## certification against the truth over 200 fre
 		$(foreach c,$(wildcard $(STUDY_WORLD)/runs/*/checkpoint),--policy $(notdir $(c:/checkpoint=))=$(c)) \
 		$(foreach c,$(wildcard $(RELEASE_OUT)/runs/*-s0/checkpoint),--policy $(notdir $(c:-s0/checkpoint=))=$(c)) \
 		$(foreach p,$(POLICIES),--policy $(p))
+
+gold-plan-study: $(STAMP) ## the certificate's gold plan against 100 fresh gold sets of GOLD rows per family (WORLD=dir, GOLD=n, POLICIES='NAME=DIR ...'; after release-study)
+	@test -n "$(GOLD)" -a -n "$(POLICIES)" || { echo "make gold-plan-study: give GOLD=rows per family and POLICIES='NAME=DIR ...'"; exit 2; }
+	$(VENV)/bin/rate study certify-coverage --world $(STUDY_WORLD) --wrapper $(RELEASE_OUT)/wrappers/ours.py \
+		--sets 100 --gold-per-family $(GOLD) --truth-per-family 40000 --out $(RELEASE_OUT)/gold_plan_$(GOLD) \
+		$(foreach p,$(POLICIES),--policy $(p))
+	$(PY) experiments/release/gold_plan_check.py $(RELEASE_OUT)/gold_plan_$(GOLD)
 
 tilt-study: $(STAMP) ## the tilt forecast's signs against the oracle's pi_beta (WORLD=dir, WRAPPER=file.py, PROPOSALS)
 	$(VENV)/bin/rate study tilt --world $(STUDY_WORLD) $(if $(WRAPPER),--wrapper $(WRAPPER)) \

@@ -390,6 +390,27 @@ def test_the_release_study_and_the_coverage_harness(small_world, tmp_path, monke
             settings=CertifySettings(40, 101),
         )  # fmt: skip
 
+    # experiments/release/gold_plan_check.py on this study: a row per policy and family, the
+    # observed share read off the journal. The reference's weights are all 1 at KL 0: every
+    # gold set answers, predicted and observed.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "experiments" / "release" / "gold_plan_check.py"
+    out = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "cov"), "--sets", "50"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    rows = [r.strip("|").split("|") for r in out.splitlines()[2:]]
+    assert len(rows) == sum(c["cell"] != "balanced" for c in cov["cells"])  # policy x family
+    for r in rows:
+        name, fam, observed = r[1].strip(), r[2].strip(), float(r[7])
+        answered = [not json.loads(x)["policies"][name][fam]["abstain"] for x in lines[1:4]]
+        assert observed == pytest.approx(np.mean(answered), abs=0.005)
+        if name == "reference":
+            assert r[5].strip() == r[6].strip() == "1.00" and observed == 1.0
+
 
 def test_the_benchmark_times_each_runs_certificate_as_certify_gives_it(small_world):
     # `make bench`'s certify section: one row per run, the same certificate as `certify`

@@ -176,6 +176,13 @@ def test_certify_and_assess_commands(small_world, tmp_path):
     )  # fmt: skip
     assert bad.returncode != 0 and "not a `rate audit` JSON" in bad.stderr
     assert "Traceback" not in bad.stderr
+    few = run_rate(
+        ["tinyrlhf", "certify", "--world", str(small_world), "--policy", str(run),
+         "--plan-samples", "5"],
+        tmp_path, check=False,
+    )  # fmt: skip
+    assert few.returncode != 0 and "Traceback" not in few.stderr
+    assert "--plan-samples must be 0 (no plan) or >= 100, got 5" in few.stderr
 
 
 def test_the_sweep_certifies_every_checkpoint_and_reports_on_held_out_gold(small_world, tmp_path):

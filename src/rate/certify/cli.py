@@ -35,6 +35,13 @@ def _settings_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fresh", type=int, default=500, help="fresh samples of a policy per family")
     p.add_argument("--replicates", type=int, default=2000, help="bootstrap replicates")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--plan-samples",
+        type=int,
+        default=1000,
+        help="where a certificate abstains, unlabelled samples per family of each policy from "
+        "which the gold set that would let it answer is sized (0: no plan); default 1000",
+    )
 
 
 def _settings(args: argparse.Namespace):
@@ -43,7 +50,14 @@ def _settings(args: argparse.Namespace):
     for name in ("fresh", "replicates"):
         if getattr(args, name) < 2:
             raise ConfigError(f"--{name} must be >= 2, got {getattr(args, name)}")
-    return CertifySettings(fresh_per_family=args.fresh, replicates=args.replicates, seed=args.seed)
+    if args.plan_samples != 0 and args.plan_samples < 100:
+        raise ConfigError(f"--plan-samples must be 0 (no plan) or >= 100, got {args.plan_samples}")
+    return CertifySettings(
+        fresh_per_family=args.fresh,
+        replicates=args.replicates,
+        seed=args.seed,
+        plan_per_family=args.plan_samples,
+    )
 
 
 def register(tiny: argparse._SubParsersAction) -> None:

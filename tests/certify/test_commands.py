@@ -228,6 +228,40 @@ def test_the_sweep_certifies_every_checkpoint_and_reports_on_held_out_gold(small
     assert [(c["kl_coef"], c["step"]) for c in truth["candidates"]] == [(0.1, 6), (0.1, 12)]
     assert truth["chosen"]["step"] == result["chosen"]["step"]
     assert truth["best"]["true_quality"] == max(c["true_quality"] for c in truth["candidates"])
+    # On a gold set given (--gold), the screen and the certificate of the choice read it.
+    gold = tmp_path / "gold.jsonl"
+    run_rate(["study", "gold", "--world", str(small_world), "--per-family", "40",
+              "--out", str(gold)], tmp_path)  # fmt: skip
+    out = run_rate(
+        ["tinyrlhf", "sweep", "--world", str(small_world), "--kl", "0.1", "--steps", "12",
+         "--save-every", "6", "--out", str(tmp_path / "sweep"), "--gold", str(gold), *FAST],
+        tmp_path,
+    )  # fmt: skip
+    result = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
+    assert result["gold"] == str(gold)
+    assert result["gold_split"] == {"selection": 0, "report": 240}
+    if result["chosen"]:
+        assert "On the whole gold set (240 rows; no label chose it)" in out.stdout
+    assert (tmp_path / "sweep" / "kl0.1-s12" / "checkpoint" / "policy.safetensors").stat(
+    ).st_mtime_ns == first.st_mtime_ns  # fmt: skip
+
+
+def test_the_screen_reads_the_gold_set_it_is_given(small_world, tmp_path):
+    # The reference's weights are all 1: its screen's ESS is the gold set's rows per family.
+    from rate.certify.recipes import label_free_screen
+    from rate.studies.certify import write_fresh_gold
+
+    settings = CertifySettings(60, 50, plan_per_family=0)
+    gold = tmp_path / "gold.jsonl"
+    write_fresh_gold(small_world, 40, 30000, gold)
+    reference = small_world / "policy"
+    families = load_gold(small_world).families.numpy()
+    fewest = min(np.bincount(families)[np.unique(families)])
+    own = label_free_screen(small_world, reference, None, settings)
+    assert own["min_ess"] == pytest.approx(fewest, abs=0.01) and fewest != 40
+    screen = label_free_screen(small_world, reference, None, settings, gold)
+    assert screen["min_ess"] == pytest.approx(40, abs=0.01)
+    assert screen["decision"] == "certifiable"
 
 
 def test_the_label_free_screen_reads_no_label(small_world, monkeypatch):
@@ -243,7 +277,7 @@ def test_the_label_free_screen_reads_no_label(small_world, monkeypatch):
     before = recipes.label_free_screen(small_world, policy, None, settings)
     gold = load_gold(small_world)
     gold.labels = torch.full_like(gold.labels, float("nan"))
-    monkeypatch.setattr(recipes, "load_gold", lambda world: gold)
+    monkeypatch.setattr(recipes, "load_gold", lambda world, path=None: gold)
     assert recipes.label_free_screen(small_world, policy, None, settings) == before
     assert np.isfinite(before["corrected_reward"]) and before["min_ess"] > 0
 
@@ -286,7 +320,7 @@ def test_the_sweep_refines_at_the_edge(small_world, tmp_path, monkeypatch):
     qualifies) then 0.0595 and 0.0649 (which do not), and the choice is among all the runs."""
     from rate.certify import recipes
 
-    def screen(world, path, wrapper, settings):
+    def screen(world, path, wrapper, settings, gold_path=None):
         run = path.parent if path.name == "checkpoint" else path.parent.parent
         kl = float(run.name.removeprefix("kl").split("-s")[0])
         ok = kl >= 0.07

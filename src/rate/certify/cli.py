@@ -126,6 +126,12 @@ def register(tiny: argparse._SubParsersAction) -> None:
         "with a checkpoint that qualifies and the next smaller one (the edge of what the gold "
         "set can certify, where the best certifiable checkpoints lie); default 0",
     )
+    s.add_argument(
+        "--gold",
+        type=Path,
+        help="gold labels (default: WORLD/data/gold_calib.jsonl); a larger set of labelled "
+        "reference samples moves the edge of what can be certified to smaller kl_coef",
+    )
     add_jobs_argument(s, "kl_coef runs trained")
     _settings_arguments(s)
     s.set_defaults(func=cmd_sweep)
@@ -177,7 +183,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise ConfigError(f"--refine: give a number of runs >= 0, got {args.refine}")
     result = recipe_sweep(
         args.world, args.out, kls, args.steps, args.save_every, args.wrapper,
-        args.seed, _settings(args), args.selection, args.jobs, args.refine,
+        args.seed, _settings(args), args.selection, args.jobs, args.refine, args.gold,
     )  # fmt: skip
     table = markdown(result)
     atomic_write_text(args.out / "sweep.md", table)

@@ -78,13 +78,17 @@ def refined_kl(candidates: list[dict], qualifies: str) -> float | None:
 
 
 def label_free_screen(
-    world: Path, policy_dir: Path, wrapper: Path | None, settings: CertifySettings
+    world: Path,
+    policy_dir: Path,
+    wrapper: Path | None,
+    settings: CertifySettings,
+    gold_path: Path | None = None,
 ) -> dict:
     """What can be known of a checkpoint before any gold label is read: whether the weights of
     the gold set's responses could support a certificate (ESS and KL per family, by the
     certification's abstention rule) and the corrected reward of its fresh samples on the
     balanced mix. The labels are never looked at."""
-    gold = load_gold(world)
+    gold = load_gold(world, gold_path)
     transform = load_reward_wrapper(wrapper) if wrapper else None
     inputs = gather(
         load_policy(Path(policy_dir)),
@@ -124,6 +128,7 @@ def recipe_sweep(
     selection: str = "label-free",
     jobs: int | None = None,
     refine: int = 0,
+    gold_path: Path | None = None,
 ) -> dict:
     """Train (or reuse) one run per kl_coef under ``out/`` (``jobs`` at a time), screen or
     certify every checkpoint, choose one and certify it on gold that nothing that chose it has
@@ -137,6 +142,8 @@ def recipe_sweep(
     cannot spare: nothing passed on a half in the default world's sweep).
 
     ``refine``: at most that many more runs, each at :func:`refined_kl` of what was screened.
+    ``gold_path``: the gold labels (default: the world's gold set); a larger set of labelled
+    reference samples moves the edge of what can be certified.
     """
     if selection not in SELECTIONS:
         raise ConfigError(f"--selection: one of {', '.join(SELECTIONS)}, got {selection!r}")
@@ -147,7 +154,7 @@ def recipe_sweep(
     )
     with folder_lock(out, busy):
         settings = settings or CertifySettings()
-        gold = load_gold(world)
+        gold = load_gold(world, gold_path)
         if selection == "split":
             select, report_rows = split_gold(gold.families.numpy(), seed)
         else:
@@ -161,9 +168,11 @@ def recipe_sweep(
             for step, path in checkpoints_of(run).items():
                 row = {"kl_coef": kl, "step": step, "checkpoint": str(path)}
                 if selection == "label-free":
-                    row.update(label_free_screen(world, path, wrapper, settings))
+                    row.update(label_free_screen(world, path, wrapper, settings, gold_path))
                 else:
-                    cert = certify_policy(world, path, wrapper, settings=settings, gold_rows=select)
+                    cert = certify_policy(
+                        world, path, wrapper, gold_path, settings=settings, gold_rows=select
+                    )
                     b = cert["balanced"]
                     row.update(
                         decision=cert["verdict"]["decision"],
@@ -196,6 +205,7 @@ def recipe_sweep(
             "seed": seed,
             "wrapper": str(wrapper) if wrapper else None,
             "selection": selection,
+            "gold": str(gold_path) if gold_path else None,
             "gold_split": {
                 "selection": 0 if select is None else len(select),
                 "report": len(report_rows),
@@ -206,7 +216,7 @@ def recipe_sweep(
         }
         if chosen is not None:
             held_out = certify_policy(
-                world, Path(chosen["checkpoint"]), wrapper, settings=settings,
+                world, Path(chosen["checkpoint"]), wrapper, gold_path, settings=settings,
                 gold_rows=report_rows,
             )  # fmt: skip
             result["held_out"] = {
@@ -305,9 +315,9 @@ def markdown(result: dict) -> str:
             )
     else:
         h = result["held_out"]["balanced"]
-        where = (
-            "On the whole gold set (no label chose it)" if label_free else "On the held-out half"
-        )
+        where = "On the whole gold set" if label_free else "On the held-out half"
+        rows = result["gold_split"]["report"]
+        where += f" ({rows} rows{'; no label chose it' if label_free else ''})"
         lines += [
             "",
             f"Chosen: kl_coef {result['chosen']['kl_coef']:g}, step {result['chosen']['step']}. "

@@ -118,10 +118,12 @@ release-study: $(STAMP) ## no, ridge, our and the oracle correction, R1 and R2, 
 	$(VENV)/bin/rate study release --world $(STUDY_WORLD) --out $(RELEASE_OUT)
 
 RELEASE_OUT = $(PROJECT_DIR)/release_study/$(notdir $(abspath $(STUDY_WORLD)))
-sweep-study: $(STAMP) ## the recipe sweep with our correction (after release-study), its choice against the truth (WORLD=dir)
+SWEEP_OUT = $(RELEASE_OUT)/sweep$(if $(GOLD_FILE),_$(basename $(notdir $(GOLD_FILE))))
+sweep-study: $(STAMP) ## the recipe sweep with our correction (after release-study), its choice against the truth (WORLD=dir; GOLD_FILE=a larger gold set from `rate study gold`)
 	$(VENV)/bin/rate tinyrlhf sweep --world $(STUDY_WORLD) --wrapper $(RELEASE_OUT)/wrappers/ours.py \
-		--kl 0.2,0.1,0.05,0.03 --steps 1200 --save-every 200 --refine 3 --out $(RELEASE_OUT)/sweep
-	$(VENV)/bin/rate study sweep-truth --world $(STUDY_WORLD) --sweep $(RELEASE_OUT)/sweep
+		--kl 0.2,0.1,0.05,0.03 --steps 1200 --save-every 200 --refine 3 --out $(SWEEP_OUT) \
+		$(if $(GOLD_FILE),--gold $(GOLD_FILE))
+	$(VENV)/bin/rate study sweep-truth --world $(STUDY_WORLD) --sweep $(SWEEP_OUT)
 
 certify-coverage-study: $(STAMP) ## certification against the truth over 200 fresh gold sets: the world's runs, release-study's seed-0 runs, the reference (WORLD=dir; POLICIES='NAME=DIR ...' more; 30 minutes)
 	$(VENV)/bin/rate study certify-coverage --world $(STUDY_WORLD) --wrapper $(RELEASE_OUT)/wrappers/ours.py \

@@ -282,26 +282,49 @@ def test_the_label_free_screen_reads_no_label(small_world, monkeypatch):
     assert np.isfinite(before["corrected_reward"]) and before["min_ess"] > 0
 
 
-def rows(*decisions: tuple[float, str]) -> list[dict]:
-    return [{"kl_coef": kl, "decision": d} for kl, d in decisions]
+def rows(*screens: tuple[float, int, str, float]) -> list[dict]:
+    """Label-free screens: (kl_coef, step, decision, corrected reward)."""
+    return [
+        {"kl_coef": kl, "step": step, "decision": d, "corrected_reward": r}
+        for kl, step, d, r in screens
+    ]
 
 
-def test_the_refined_kl_lies_at_the_edge_of_what_can_be_certified():
+def test_the_refined_kl_lies_below_the_choice():
     from rate.certify.recipes import refined_kl
 
-    # 0.1 certifiable, 0.05 not: the geometric midpoint, sqrt(0.005) = 0.0707...
-    grid = rows((0.2, "certifiable"), (0.1, "certifiable"), (0.05, "abstain"), (0.03, "abstain"))
-    assert refined_kl(grid, "certifiable") == 0.0707
-    # The edge moves with what the added run showed: 0.0707 certifiable at one checkpoint.
-    grid += rows((0.0707, "abstain"), (0.0707, "certifiable"))
-    assert refined_kl(grid, "certifiable") == 0.0595  # sqrt(0.0707 * 0.05) = 0.05946
-    # Nothing qualifies, or nothing was tried below the edge: no edge to refine.
-    assert refined_kl(rows((0.1, "abstain"), (0.05, "abstain")), "certifiable") is None
-    assert refined_kl(rows((0.1, "ship"), (0.05, "ship")), "ship") is None
-    # A kl_coef of 0 below the edge: the plain midpoint.
-    assert refined_kl(rows((0.02, "ship"), (0.0, "hold")), "ship") == 0.01
+    # 0.1 certifiable (the choice: its corrected reward is the highest that qualifies), 0.05
+    # not: the geometric midpoint, sqrt(0.005) = 0.0707...
+    grid = rows((0.2, 1, "certifiable", 0.30), (0.1, 1, "certifiable", 0.35),
+                (0.05, 1, "abstain", 0.45), (0.03, 1, "abstain", 0.50))  # fmt: skip
+    assert refined_kl(grid, "label-free") == 0.0707
+    # The added run qualifies at its first checkpoint and gains more: it is the choice now.
+    grid += rows((0.0707, 1, "certifiable", 0.38), (0.0707, 2, "abstain", 0.41))
+    assert refined_kl(grid, "label-free") == 0.0595  # sqrt(0.0707 * 0.05) = 0.05946
+    # kl 0.03 qualifies at its first checkpoint only, below kl 0.05's last: the better
+    # checkpoints lie between 0.05 and 0.03, not below 0.03 (sqrt(0.0015) = 0.0387).
+    wide = rows((0.1, 2, "certifiable", 0.39), (0.05, 1, "certifiable", 0.45),
+                (0.05, 2, "certifiable", 0.56), (0.03, 1, "certifiable", 0.53),
+                (0.03, 2, "abstain", 0.64))  # fmt: skip
+    assert refined_kl(wide, "label-free") == 0.0387
+    # Nothing qualifies, or nothing was tried below the choice: nothing to refine.
+    assert (
+        refined_kl(rows((0.1, 1, "abstain", 0.3), (0.05, 1, "abstain", 0.4)), "label-free") is None
+    )
+    assert refined_kl(rows((0.1, 1, "certifiable", 0.3), (0.05, 1, "certifiable", 0.4)),
+                      "label-free") is None  # fmt: skip
+    # With --selection split the choice is the best lower bound of those that ship.
+    split = [
+        {"kl_coef": 0.02, "step": 1, "decision": "ship", "dr": {"low": 0.40, "estimate": 0.5}},
+        {"kl_coef": 0.01, "step": 1, "decision": "ship", "dr": {"low": 0.35, "estimate": 0.6}},
+        {"kl_coef": 0.0, "step": 1, "decision": "hold", "dr": {"low": 0.10, "estimate": 0.2}},
+    ]
+    assert refined_kl(split, "split") == 0.0141  # sqrt(0.02 * 0.01)
+    split[0]["dr"]["low"] = 0.30  # the choice moves to 0.01; below it 0.0: the plain midpoint
+    assert refined_kl(split, "split") == 0.005
     # Once the midpoint rounds onto a kl_coef tried, refining stops.
-    assert refined_kl(rows((0.1, "certifiable"), (0.0999, "abstain")), "certifiable") is None
+    close = rows((0.1, 1, "certifiable", 0.4), (0.0999, 1, "abstain", 0.5))
+    assert refined_kl(close, "label-free") is None
 
 
 def test_a_negative_refine_is_a_one_line_error(small_world, tmp_path):

@@ -122,9 +122,9 @@ def register(tiny: argparse._SubParsersAction) -> None:
         "--refine",
         type=int,
         default=0,
-        help="up to N more runs, each at the geometric midpoint between the smallest kl_coef "
-        "with a checkpoint that qualifies and the next smaller one (the edge of what the gold "
-        "set can certify, where the best certifiable checkpoints lie); default 0",
+        help="up to N more runs, each at the geometric midpoint between the kl_coef of the "
+        "current choice and the next smaller one tried (toward the edge of what the gold set "
+        "can certify, where the best certifiable checkpoints lie); default 0",
     )
     s.add_argument(
         "--gold",

@@ -240,8 +240,8 @@ def test_the_sweep_certifies_every_checkpoint_and_reports_on_held_out_gold(small
     result = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
     assert result["gold"] == str(gold)
     assert result["gold_split"] == {"selection": 0, "report": 240}
-    if result["chosen"]:
-        assert "On the whole gold set (240 rows; no label chose it)" in out.stdout
+    assert result["chosen"], "12 steps from the reference: 40 rows per family support it"
+    assert "On the whole gold set (240 rows; no label chose it)" in out.stdout
     assert (tmp_path / "sweep" / "kl0.1-s12" / "checkpoint" / "policy.safetensors").stat(
     ).st_mtime_ns == first.st_mtime_ns  # fmt: skip
 

@@ -259,7 +259,7 @@ def test_the_screen_reads_the_gold_set_it_is_given(small_world, tmp_path):
     fewest = min(np.bincount(families)[np.unique(families)])
     own = label_free_screen(small_world, reference, None, settings)
     assert own["min_ess"] == pytest.approx(fewest, abs=0.01) and fewest != 40
-    screen = label_free_screen(small_world, reference, None, settings, gold)
+    screen = label_free_screen(small_world, reference, None, settings, load_gold(small_world, gold))
     assert screen["min_ess"] == pytest.approx(40, abs=0.01)
     assert screen["decision"] == "certifiable"
 
@@ -277,7 +277,7 @@ def test_the_label_free_screen_reads_no_label(small_world, monkeypatch):
     before = recipes.label_free_screen(small_world, policy, None, settings)
     gold = load_gold(small_world)
     gold.labels = torch.full_like(gold.labels, float("nan"))
-    monkeypatch.setattr(recipes, "load_gold", lambda world, path=None: gold)
+    monkeypatch.setattr(recipes, "load_gold", lambda world: gold)
     assert recipes.label_free_screen(small_world, policy, None, settings) == before
     assert np.isfinite(before["corrected_reward"]) and before["min_ess"] > 0
 
@@ -327,6 +327,17 @@ def test_the_refined_kl_lies_below_the_choice():
     assert refined_kl(close, "label-free") is None
 
 
+def test_a_missing_gold_file_is_a_one_line_error_before_anything_is_written(small_world, tmp_path):
+    out = run_rate(
+        ["tinyrlhf", "sweep", "--world", str(small_world), "--gold", str(tmp_path / "no.jsonl"),
+         "--out", str(tmp_path / "sweep")],
+        tmp_path,
+        check=False,
+    )  # fmt: skip
+    assert out.returncode != 0 and f"{tmp_path / 'no.jsonl'}: no such file" in out.stderr
+    assert "Traceback" not in out.stderr and not (tmp_path / "sweep").exists()
+
+
 def test_a_negative_refine_is_a_one_line_error(small_world, tmp_path):
     out = run_rate(
         ["tinyrlhf", "sweep", "--world", str(small_world), "--refine", "-1",
@@ -343,7 +354,7 @@ def test_the_sweep_refines_at_the_edge(small_world, tmp_path, monkeypatch):
     qualifies) then 0.0595 and 0.0649 (which do not), and the choice is among all the runs."""
     from rate.certify import recipes
 
-    def screen(world, path, wrapper, settings, gold_path=None):
+    def screen(world, path, wrapper, settings, gold=None):
         run = path.parent if path.name == "checkpoint" else path.parent.parent
         kl = float(run.name.removeprefix("kl").split("-s")[0])
         ok = kl >= 0.07

@@ -26,6 +26,7 @@ from rate.certify.estimators import abstains, ess
 from rate.errors import BusyError, ConfigError
 from rate.io import atomic_write_json, folder_lock, read_json
 from rate.parallel import run_jobs
+from rate.tinyrlhf.data import LabelledSet
 from rate.tinyrlhf.models import load_policy, load_reward_model
 from rate.tinyrlhf.rl import load_reward_wrapper, load_rl_config, train_rl
 from rate.tinyrlhf.vocab import FAMILIES
@@ -89,13 +90,13 @@ def label_free_screen(
     policy_dir: Path,
     wrapper: Path | None,
     settings: CertifySettings,
-    gold_path: Path | None = None,
+    gold: LabelledSet | None = None,
 ) -> dict:
     """What can be known of a checkpoint before any gold label is read: whether the weights of
-    the gold set's responses could support a certificate (ESS and KL per family, by the
-    certification's abstention rule) and the corrected reward of its fresh samples on the
-    balanced mix. The labels are never looked at."""
-    gold = load_gold(world, gold_path)
+    the gold set's responses (``gold``, default the world's) could support a certificate (ESS
+    and KL per family, by the certification's abstention rule) and the corrected reward of its
+    fresh samples on the balanced mix. The labels are never looked at."""
+    gold = gold if gold is not None else load_gold(world)
     transform = load_reward_wrapper(wrapper) if wrapper else None
     inputs = gather(
         load_policy(Path(policy_dir)),
@@ -160,9 +161,11 @@ def recipe_sweep(
         f"{out}: another sweep (pid {pid}) is running in this folder; wait for it to finish "
         "(a rerun then resumes from its runs), or choose another --out"
     )
+    # Loaded once, before the folder is claimed: a bad gold file stops the sweep with nothing
+    # written, and every screen reads the same set without parsing it again.
+    gold = load_gold(world, gold_path)
     with folder_lock(out, busy):
         settings = settings or CertifySettings()
-        gold = load_gold(world, gold_path)
         if selection == "split":
             select, report_rows = split_gold(gold.families.numpy(), seed)
         else:
@@ -176,7 +179,7 @@ def recipe_sweep(
             for step, path in checkpoints_of(run).items():
                 row = {"kl_coef": kl, "step": step, "checkpoint": str(path)}
                 if selection == "label-free":
-                    row.update(label_free_screen(world, path, wrapper, settings, gold_path))
+                    row.update(label_free_screen(world, path, wrapper, settings, gold))
                 else:
                     cert = certify_policy(
                         world, path, wrapper, gold_path, settings=settings, gold_rows=select

@@ -50,6 +50,43 @@ def test_the_kl_is_read_from_a_draw_of_its_own(small_world):
         assert abs(x.log_w_kl.mean() - x.log_w_fresh.mean()) < 1.0
 
 
+def test_a_certifier_scores_its_gold_set_once(small_world, monkeypatch):
+    """A sweep's screens and an assessment's certificates share one certifier: the reference's
+    log-probabilities and the corrected reward of the gold responses are computed once, and
+    each certificate is the one a certifier of its own gives, to the bit."""
+    from rate.certify import certify as module
+    from rate.certify.certify import Certifier
+
+    settings = CertifySettings(60, 50, plan_per_family=0)
+    runs = [small_world / "runs" / name / "checkpoint" for name in ("kl05-s800", "kl002-s1500")]
+    rows = np.arange(0, len(load_gold(small_world).labels), 3)
+    alone = [certify_policy(small_world, run, settings=settings) for run in runs]
+    alone_rows = certify_policy(small_world, runs[0], settings=settings, gold_rows=rows)
+    reference_passes, rewards_scored = [], []
+    token_logprobs, corrected_reward = module.token_logprobs, module.corrected_reward
+
+    def counted_logprobs(policy, prompts, responses):
+        reference_passes.append(len(prompts))
+        return token_logprobs(policy, prompts, responses)
+
+    def counted_reward(rm, transform, name, pool, responses):
+        rewards_scored.append(len(responses))
+        return corrected_reward(rm, transform, name, pool, responses)
+
+    monkeypatch.setattr(module, "token_logprobs", counted_logprobs)
+    monkeypatch.setattr(module, "corrected_reward", counted_reward)
+    certifier = Certifier.load(small_world)
+    n = len(certifier.gold.labels)
+    assert n != 6 * 60  # the gold set's size tells its passes from the fresh samples'
+    assert [certifier.certify(run, settings) for run in runs] == alone
+    assert certifier.certify(runs[0], settings) == alone[0]
+    assert reference_passes == [n] and rewards_scored.count(n) == 1
+    assert rewards_scored.count(6 * 60) == 3  # the fresh samples are each policy's own
+    # A subset runs its own passes once, on its rows alone, as a certifier of them would.
+    assert certifier.subset(rows).certify(runs[0], settings) == alone_rows
+    assert reference_passes == [n, len(rows)]
+
+
 def test_an_abstaining_certificate_sizes_the_gold_set_that_would_let_it_answer(small_world):
     from rate.certify.certify import certify_inputs, gather, markdown
     from rate.studies.certify import fresh_gold, write_fresh_gold
@@ -290,7 +327,7 @@ def rows(*screens: tuple[float, int, str, float]) -> list[dict]:
     ]
 
 
-def test_the_refined_kl_lies_below_the_choice():
+def test_the_refined_kl_lies_at_the_edge_next_to_the_choice():
     from rate.certify.recipes import refined_kl
 
     # 0.1 certifiable (the choice: its corrected reward is the highest that qualifies), 0.05
@@ -307,12 +344,23 @@ def test_the_refined_kl_lies_below_the_choice():
                 (0.05, 2, "certifiable", 0.56), (0.03, 1, "certifiable", 0.53),
                 (0.03, 2, "abstain", 0.64))  # fmt: skip
     assert refined_kl(wide, "label-free") == 0.0387
-    # Nothing qualifies, or nothing was tried below the choice: nothing to refine.
+    # Nothing qualifies: nothing to refine.
     assert (
         refined_kl(rows((0.1, 1, "abstain", 0.3), (0.05, 1, "abstain", 0.4)), "label-free") is None
     )
+    # Nothing was tried below the choice, and its run qualifies to its end: the edge lies
+    # below the grid, at half the choice's kl_coef.
     assert refined_kl(rows((0.1, 1, "certifiable", 0.3), (0.05, 1, "certifiable", 0.4)),
-                      "label-free") is None  # fmt: skip
+                      "label-free") == 0.025  # fmt: skip
+    # Nothing was tried below the choice, and its run leaves the floors after it (the
+    # variant world's grid with RL seed 1 and 25,600 rows: kl 0.03 chosen at step 400): the
+    # midpoint to the next larger kl_coef, sqrt(0.03 * 0.05) = 0.0387. (The old rule: None.)
+    seed1 = rows((0.05, 1, "certifiable", 0.46), (0.05, 2, "certifiable", 0.47),
+                 (0.03, 1, "certifiable", 0.46), (0.03, 2, "certifiable", 0.55),
+                 (0.03, 3, "abstain", 0.58))  # fmt: skip
+    assert refined_kl(seed1, "label-free") == 0.0387
+    # If that run abstains, the next one goes between it and the choice (sqrt(0.03 * 0.0387)).
+    assert refined_kl(seed1 + rows((0.0387, 1, "abstain", 0.5)), "label-free") == 0.0341
     # With --selection split the choice is the best lower bound of those that ship.
     split = [
         {"kl_coef": 0.02, "step": 1, "decision": "ship", "dr": {"low": 0.40, "estimate": 0.5}},
@@ -354,7 +402,7 @@ def test_the_sweep_refines_at_the_edge(small_world, tmp_path, monkeypatch):
     qualifies) then 0.0595 and 0.0649 (which do not), and the choice is among all the runs."""
     from rate.certify import recipes
 
-    def screen(world, path, wrapper, settings, gold=None):
+    def screen(certifier, path, settings):
         run = path.parent if path.name == "checkpoint" else path.parent.parent
         kl = float(run.name.removeprefix("kl").split("-s")[0])
         ok = kl >= 0.07
@@ -362,8 +410,8 @@ def test_the_sweep_refines_at_the_edge(small_world, tmp_path, monkeypatch):
         return {"decision": "certifiable" if ok else "abstain", "reasons": [],
                 "corrected_reward": reward, "min_ess": 50.0 if ok else 5.0}  # fmt: skip
 
-    monkeypatch.setattr(recipes, "label_free_screen", screen)
-    monkeypatch.setattr(recipes, "certify_policy", lambda *a, **k: {
+    monkeypatch.setattr(recipes, "screen", screen)
+    monkeypatch.setattr(recipes.Certifier, "certify", lambda *a, **k: {
         "balanced": {"dr": {"estimate": 0.5, "low": 0.4, "high": 0.6},
                      "dr_gain": {"estimate": 0.1}},
         "verdict": {"decision": "ship", "reasons": []}, "per_family": {},
@@ -494,7 +542,7 @@ def test_the_benchmark_times_each_runs_certificate_as_certify_gives_it(small_wor
     from rate.certify.assess import runs_of
 
     settings = CertifySettings(60, 200)
-    figures = bench_certify(small_world, settings)
+    figures = bench_certify(small_world, settings, screen_gold_per_family=150)
     runs = runs_of(small_world)
     assert sorted(figures["certify_runs"]) == sorted(runs)
     for name, row in figures["certify_runs"].items():
@@ -503,9 +551,19 @@ def test_the_benchmark_times_each_runs_certificate_as_certify_gives_it(small_wor
         assert row["families_abstained"] == abstained
         assert row["gather_s"] > 0 and row["estimators_s"] > 0
     totals = sorted(r["gather_s"] + r["estimators_s"] for r in figures["certify_runs"].values())
-    text = "\n".join(render_certify(figures, "2026-12-03"))
+    text, screens = "\n".join(render_certify(figures, "2026-12-03")).split("A sweep's")
     assert f"Median certificate: {np.median(totals):.2f} s" in text
     assert text.count("\n| ") == len(runs) + 1  # the header, then a row per run
+    # The screens on the world's gold set and a larger one, each way (they agree, or the
+    # bench stops): a row per gold set, with the ratio of the two.
+    n = len(load_gold(small_world).labels)
+    assert sorted(figures["screens"], key=int) == [str(n), str(6 * 150)]
+    for rows, v in figures["screens"].items():
+        assert v["runs"] == len(runs) and v["own"] > 0 and v["shared"] > 0
+        assert f"| {int(rows):,} | {len(runs)} | {v['own']:.2f} s | {v['shared']:.2f} s | " in (
+            screens
+        )
+        assert f"{v['own'] / v['shared']:.2f}x |" in screens
     assert (
         "200 bootstrap replicates" in text
         and f"{len(load_gold(small_world).labels):,} gold rows" in text

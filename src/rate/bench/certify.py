@@ -5,6 +5,10 @@ The first part draws and scores what the estimators read (two fresh draws of the
 the reward model and both policies' likelihoods on them and on the gold set); the second is
 the estimators' arithmetic (SNIPS, the cross-fitted doubly robust estimate over its fold
 splits, and their bootstrap).
+
+Then a sweep's screens (``rate tinyrlhf sweep``) of the same runs, on the world's gold set and
+on a larger one: each screen with a certifier of its own (every screen scoring the gold set
+again, as before) against one certifier shared by all, rounds interleaved.
 """
 
 from __future__ import annotations
@@ -14,12 +18,31 @@ from pathlib import Path
 
 from rate.bench.timing import timed
 from rate.certify.assess import runs_of
-from rate.certify.certify import DEFAULTS, CertifySettings, certify_inputs, gather, load_gold
+from rate.certify.certify import (
+    DEFAULTS,
+    Certifier,
+    CertifySettings,
+    certify_inputs,
+    gather,
+    load_gold,
+)
+from rate.certify.recipes import screen
 from rate.errors import DataFileError
+from rate.studies.certify import fresh_gold
+from rate.tinyrlhf.data import LabelledSet
 from rate.tinyrlhf.models import load_policy, load_reward_model
 
+# The screens' larger gold set: rows per family (the sweep's of experiments/RESULTS.md ran on
+# 6,400 and 25,600), and the rounds of each arm.
+SCREEN_GOLD_PER_FAMILY = 6400
+SCREEN_ROUNDS = 2
 
-def bench_certify(world: Path, settings: CertifySettings = DEFAULTS) -> dict:
+
+def bench_certify(
+    world: Path,
+    settings: CertifySettings = DEFAULTS,
+    screen_gold_per_family: int = SCREEN_GOLD_PER_FAMILY,
+) -> dict:
     """Time the two parts of certifying each run under ``world/runs`` (with the default
     settings unless told otherwise), against the world's gold set and without a wrapper."""
     world = Path(world)
@@ -48,7 +71,35 @@ def bench_certify(world: Path, settings: CertifySettings = DEFAULTS) -> dict:
         "certify_replicates": settings.replicates,
         "certify_fold_splits": settings.fold_splits,
         "certify_gold_rows": len(gold.labels),
+        "screens": {
+            str(len(g.labels)): bench_screens(world, runs, g, settings)
+            for g in (gold, fresh_gold(world, screen_gold_per_family, seed=0))
+        },
     }
+
+
+def bench_screens(
+    world: Path, runs: dict[str, Path], gold: LabelledSet, settings: CertifySettings
+) -> dict:
+    """Seconds to screen every run against ``gold``: each with a certifier of its own, and
+    all with one, the two interleaved over :data:`SCREEN_ROUNDS` rounds; the screens must
+    agree."""
+    times: dict[str, list[float]] = {"own": [], "shared": []}
+    for _ in range(SCREEN_ROUNDS):
+        own_s, own = timed(
+            lambda: [screen(Certifier.load(world, None, gold), p, settings) for p in runs.values()]
+        )
+
+        def shared_screens() -> list[dict]:
+            certifier = Certifier.load(world, None, gold)
+            return [screen(certifier, p, settings) for p in runs.values()]
+
+        shared_s, shared = timed(shared_screens)
+        if own != shared:
+            raise RuntimeError("bench: a shared certifier screened differently from its own")
+        times["own"].append(own_s)
+        times["shared"].append(shared_s)
+    return {"runs": len(runs), **{k: min(v) for k, v in times.items()}}
 
 
 def render_certify(r: dict, date: str | None) -> list[str]:
@@ -78,4 +129,19 @@ def render_certify(r: dict, date: str | None) -> list[str]:
         f"(range {min(totals):.2f}-{max(totals):.2f} s).",
         "",
     ]
+    if "screens" in r:
+        lines += [
+            "A sweep's label-free screens of the same runs (`rate tinyrlhf sweep`): the reference's "
+            "likelihoods and the reward of the gold responses do not depend on the checkpoint. "
+            f"Best of {SCREEN_ROUNDS} interleaved rounds; the screens agree to the bit.",
+            "",
+            "| gold rows | runs screened | a certifier each | one shared | ratio |",
+            "|---|---|---|---|---|",
+        ]
+        for rows, v in r["screens"].items():
+            lines.append(
+                f"| {int(rows):,} | {v['runs']} | {v['own']:.2f} s | {v['shared']:.2f} s | "
+                f"{v['own'] / v['shared']:.2f}x |"
+            )
+        lines.append("")
     return lines

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from rate.certify.certify import CertifySettings, certify_policy
+from rate.certify.certify import Certifier, CertifySettings, load_gold
 from rate.errors import RateError
 from rate.io import read_json
 from rate.tinyrlhf.data import pool_from_records
@@ -99,18 +99,15 @@ def mix_findings(run: Path) -> list[str]:
 
 
 def assess_policy(
-    world: Path,
+    certifier: Certifier,
     name: str,
     policy_dir: Path,
-    wrapper: Path | None,
     features: dict[str, list[str]],
     reference_use: dict,
     settings: CertifySettings,
-    gold: Path | None = None,
 ) -> dict:
-    """One run's certification (on ``gold``, default the world's gold set), findings and
-    decision."""
-    report = certify_policy(world, policy_dir, wrapper, gold, settings=settings)
+    """One run's certification (by ``certifier``), findings and decision."""
+    report = certifier.certify(policy_dir, settings)
     findings: list[str] = []
     use = feature_use(load_policy(policy_dir), features, settings.fresh_per_family, settings.seed)
     for fam, row in use.items():
@@ -171,15 +168,15 @@ def assess_world(
     if not chosen:
         raise RateError(f"{world}/runs holds no run (no */checkpoint) and no --policy was given")
     features = flagged_features(audit)
+    # One certifier for every run: the gold set loads, and its own passes run, once.
+    certifier = Certifier.load(world, wrapper, load_gold(world, gold))
     reference_use = feature_use(
         load_policy(Path(world) / "policy"), features, settings.fresh_per_family, settings.seed
     )
     rows = []
     for name, path in chosen.items():
         log.info("assess: %s", name)
-        rows.append(
-            assess_policy(world, name, path, wrapper, features, reference_use, settings, gold)
-        )
+        rows.append(assess_policy(certifier, name, path, features, reference_use, settings))
     return {
         "world": str(world),
         "gold": str(gold) if gold else None,

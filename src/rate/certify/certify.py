@@ -37,7 +37,7 @@ from rate.tinyrlhf.models import Policy, RewardModel, load_policy, load_reward_m
 from rate.tinyrlhf.prompts import balanced, make_prompts
 from rate.tinyrlhf.rl import RewardTransform, apply_reward_wrapper, load_reward_wrapper
 from rate.tinyrlhf.sampling import response_logprobs, sample, score
-from rate.tinyrlhf.vocab import FAMILIES, decode_responses
+from rate.tinyrlhf.vocab import FAMILIES, RESPONSE_LEN, decode_responses
 
 # Guardrails of a release: the balanced mix must gain at least this much over the reference,
 # and no family may lose more than this, both judged by the lower end of the 95% interval.
@@ -81,15 +81,40 @@ class FamilyInputs:
     log_w_kl: np.ndarray  # the same on a second, independent draw: the KL for abstention
 
 
+# Rows scored at once: the batch of every log-probability pass, so that a kept pass and a
+# fresh one see the same batches and give the same bits.
+CHUNK = 4096
+
+
+@torch.inference_mode()
+def token_logprobs(policy: Policy, prompts: torch.Tensor, responses: torch.Tensor) -> torch.Tensor:
+    """Per-token log pi(y_t | x, y_<t) of whole responses (temperature 1), (B, RESPONSE_LEN)."""
+    chunks = [
+        response_logprobs(policy, prompts[i : i + CHUNK], responses[i : i + CHUNK])
+        for i in range(0, len(prompts), CHUNK)
+    ]
+    return torch.cat(chunks) if chunks else torch.zeros(0, RESPONSE_LEN)
+
+
 @torch.inference_mode()
 def log_ratios(
-    policy: Policy, reference: Policy, prompts: torch.Tensor, responses: torch.Tensor
+    policy: Policy,
+    reference: Policy,
+    prompts: torch.Tensor,
+    responses: torch.Tensor,
+    reference_logprobs: torch.Tensor | None = None,
 ) -> np.ndarray:
-    """Exact log pi_new(y|x) - log pi_ref(y|x) of whole responses (temperature 1), (B,)."""
+    """Exact log pi_new(y|x) - log pi_ref(y|x) of whole responses (temperature 1), (B,).
+    ``reference_logprobs``: the reference's :func:`token_logprobs` of these rows, when known."""
     out = []
-    for i in range(0, len(prompts), 4096):
-        p, r = prompts[i : i + 4096], responses[i : i + 4096]
-        out.append((response_logprobs(policy, p, r) - response_logprobs(reference, p, r)).sum(-1))
+    for i in range(0, len(prompts), CHUNK):
+        p, r = prompts[i : i + CHUNK], responses[i : i + CHUNK]
+        ref = (
+            response_logprobs(reference, p, r)
+            if reference_logprobs is None
+            else reference_logprobs[i : i + CHUNK]
+        )
+        out.append((response_logprobs(policy, p, r) - ref).sum(-1))
     return torch.cat(out).double().numpy() if out else np.zeros(0)
 
 
@@ -110,6 +135,112 @@ def corrected_reward(
     return out.double().numpy()
 
 
+@dataclass
+class Certifier:
+    """Certifies policies against one gold set. What does not depend on the new policy (the
+    reference's log-probabilities and the corrected reward of every gold response) is computed
+    on first use and kept: a sweep screens 40-odd checkpoints against one set, and at 25,600
+    rows per family those passes took most of each screen (experiments/RESULTS.md)."""
+
+    gold: LabelledSet
+    reference: Policy
+    rm: RewardModel
+    transform: RewardTransform | None = None
+    wrapper_name: str = ""
+    _reference_logprobs: torch.Tensor | None = dataclasses.field(default=None, repr=False)
+    _corrected: np.ndarray | None = dataclasses.field(default=None, repr=False)
+
+    @classmethod
+    def load(
+        cls, world: Path, wrapper: Path | None = None, gold: LabelledSet | None = None
+    ) -> Certifier:
+        """The world's reference and reward model, the wrapper at ``wrapper`` and ``gold``
+        (default: the world's gold set)."""
+        world = Path(world)
+        return cls(
+            gold if gold is not None else load_gold(world),
+            load_policy(world / "policy"),
+            load_reward_model(world / "reward_model"),
+            load_reward_wrapper(wrapper) if wrapper else None,
+            str(wrapper or ""),
+        )
+
+    def subset(self, rows: np.ndarray) -> Certifier:
+        """The same certifier on ``rows`` of its gold set (their passes computed anew, in the
+        batches a certifier of those rows alone would use)."""
+        return Certifier(
+            subset(self.gold, rows), self.reference, self.rm, self.transform, self.wrapper_name
+        )
+
+    def reference_logprobs(self) -> torch.Tensor:
+        """The reference's :func:`token_logprobs` of every gold response."""
+        if self._reference_logprobs is None:
+            self._reference_logprobs = token_logprobs(
+                self.reference, self.gold.tokens, self.gold.responses
+            )
+        return self._reference_logprobs
+
+    def corrected(self) -> np.ndarray:
+        """The corrected reward of every gold response."""
+        if self._corrected is None:
+            self._corrected = corrected_reward(
+                self.rm, self.transform, self.wrapper_name, self.gold, self.gold.responses
+            )
+        return self._corrected
+
+    def inputs(
+        self, policy: Policy, settings: CertifySettings = DEFAULTS
+    ) -> dict[str, FamilyInputs]:
+        """Per family present in the gold set: the inputs of the estimators.
+
+        The KL that decides abstention comes from its own draw of the new policy, not from the
+        samples the DR's outcome model averages over: from the same samples, the certificates
+        that answer near the KL floor would be those whose samples moved least, whose model
+        term runs low (at kl05-s800's dune, 0.137 where it answered against 0.165 where it
+        abstained, with the truth at 0.242; experiments/RESULTS.md)."""
+        gold, reference = self.gold, self.reference
+        gen = torch.Generator().manual_seed(settings.seed)
+        fresh = pool_from_records(
+            make_prompts(balanced(settings.fresh_per_family), "certify", gen, shuffle=False)
+        )
+        fresh_responses = sample(policy, fresh.tokens, 1.0, gen).responses
+        s_fresh = corrected_reward(
+            self.rm, self.transform, self.wrapper_name, fresh, fresh_responses
+        )
+        log_w_fresh = log_ratios(policy, reference, fresh.tokens, fresh_responses)
+        kl_responses = sample(policy, fresh.tokens, 1.0, gen).responses
+        log_w_kl = log_ratios(policy, reference, fresh.tokens, kl_responses)
+        log_w = log_ratios(
+            policy, reference, gold.tokens, gold.responses, self.reference_logprobs()
+        )
+        s = self.corrected()
+        y = gold.labels.double().numpy()
+        out = {}
+        for f, fam in enumerate(FAMILIES):
+            m = (gold.families == f).numpy()
+            if not m.any():
+                continue
+            mf = (fresh.families == f).numpy()
+            out[fam] = FamilyInputs(
+                y[m], log_w[m], s[m], s_fresh[mf], log_w_fresh[mf], log_w_kl[mf]
+            )
+        return out
+
+    def certify(self, policy_dir: Path, settings: CertifySettings = DEFAULTS) -> dict:
+        """The certificate of the policy at ``policy_dir``, with a gold plan where it
+        abstains."""
+        policy = load_policy(Path(policy_dir))
+        inputs = self.inputs(policy, settings)
+        report = certify_inputs(inputs, settings)
+        if settings.plan_per_family and report.get("balanced", {}).get("abstain"):
+            plans = plan_log_ratios(policy, self.reference, list(inputs), settings)
+            plan_gold(report, plans, settings)
+        report["policy"] = str(policy_dir)
+        report["wrapper"] = self.wrapper_name or None
+        report["level"] = LEVEL
+        return report
+
+
 def gather(
     policy: Policy,
     reference: Policy,
@@ -119,33 +250,9 @@ def gather(
     wrapper_name: str = "",
     settings: CertifySettings = DEFAULTS,
 ) -> dict[str, FamilyInputs]:
-    """Per family present in ``gold``: the inputs of the estimators.
-
-    The KL that decides abstention comes from its own draw of the new policy, not from the
-    samples the DR's outcome model averages over: from the same samples, the certificates that
-    answer near the KL floor would be those whose samples moved least, whose model term runs
-    low (at kl05-s800's dune, 0.137 where it answered against 0.165 where it abstained, with
-    the truth at 0.242; experiments/RESULTS.md)."""
-    gen = torch.Generator().manual_seed(settings.seed)
-    fresh = pool_from_records(
-        make_prompts(balanced(settings.fresh_per_family), "certify", gen, shuffle=False)
-    )
-    fresh_responses = sample(policy, fresh.tokens, 1.0, gen).responses
-    s_fresh = corrected_reward(rm, transform, wrapper_name, fresh, fresh_responses)
-    log_w_fresh = log_ratios(policy, reference, fresh.tokens, fresh_responses)
-    kl_responses = sample(policy, fresh.tokens, 1.0, gen).responses
-    log_w_kl = log_ratios(policy, reference, fresh.tokens, kl_responses)
-    log_w = log_ratios(policy, reference, gold.tokens, gold.responses)
-    s = corrected_reward(rm, transform, wrapper_name, gold, gold.responses)
-    y = gold.labels.double().numpy()
-    out = {}
-    for f, fam in enumerate(FAMILIES):
-        m = (gold.families == f).numpy()
-        if not m.any():
-            continue
-        mf = (fresh.families == f).numpy()
-        out[fam] = FamilyInputs(y[m], log_w[m], s[m], s_fresh[mf], log_w_fresh[mf], log_w_kl[mf])
-    return out
+    """Per family present in ``gold``: the inputs of the estimators (:meth:`Certifier.inputs`
+    of a certifier used once)."""
+    return Certifier(gold, reference, rm, transform, wrapper_name).inputs(policy, settings)
 
 
 def certify_inputs(inputs: dict[str, FamilyInputs], settings: CertifySettings = DEFAULTS) -> dict:
@@ -320,28 +427,10 @@ def certify_policy(
 ) -> dict:
     """Certify the policy at ``policy_dir`` against the world's reference from its gold set
     (``gold_rows``: only those rows of it)."""
-    world = Path(world)
     gold_set = load_gold(world, gold)
     if gold_rows is not None:
         gold_set = subset(gold_set, gold_rows)
-    transform = load_reward_wrapper(wrapper) if wrapper else None
-    policy, reference = load_policy(Path(policy_dir)), load_policy(world / "policy")
-    inputs = gather(
-        policy,
-        reference,
-        load_reward_model(world / "reward_model"),
-        gold_set,
-        transform,
-        str(wrapper or ""),
-        settings,
-    )
-    report = certify_inputs(inputs, settings)
-    if settings.plan_per_family and report.get("balanced", {}).get("abstain"):
-        plan_gold(report, plan_log_ratios(policy, reference, list(inputs), settings), settings)
-    report["policy"] = str(policy_dir)
-    report["wrapper"] = str(wrapper) if wrapper else None
-    report["level"] = LEVEL
-    return report
+    return Certifier.load(world, wrapper, gold_set).certify(policy_dir, settings)
 
 
 def subset(gold: LabelledSet, rows: np.ndarray) -> LabelledSet:

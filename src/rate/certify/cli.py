@@ -124,7 +124,9 @@ def register(tiny: argparse._SubParsersAction) -> None:
         default=0,
         help="up to N more runs, each at the geometric midpoint between the kl_coef of the "
         "current choice and the next smaller one tried (toward the edge of what the gold set "
-        "can certify, where the best certifiable checkpoints lie); default 0",
+        "can certify, where the best certifiable checkpoints lie); when none smaller was "
+        "tried, at half of it if its run qualifies to its end, else at the midpoint to the "
+        "next larger one; default 0",
     )
     s.add_argument(
         "--gold",

@@ -21,14 +21,15 @@ from pathlib import Path
 
 import numpy as np
 
-from rate.certify.certify import CertifySettings, certify_policy, gather, load_gold
+from rate.certify.certify import Certifier, CertifySettings, load_gold
 from rate.certify.estimators import abstains, ess
 from rate.errors import BusyError, ConfigError
 from rate.io import atomic_write_json, folder_lock, read_json
 from rate.parallel import run_jobs
+from rate.progress import progress
 from rate.tinyrlhf.data import LabelledSet
-from rate.tinyrlhf.models import load_policy, load_reward_model
-from rate.tinyrlhf.rl import load_reward_wrapper, load_rl_config, train_rl
+from rate.tinyrlhf.models import load_policy
+from rate.tinyrlhf.rl import load_rl_config, train_rl
 from rate.tinyrlhf.vocab import FAMILIES
 
 log = logging.getLogger(__name__)
@@ -63,26 +64,36 @@ def refined_kl(candidates: list[dict], selection: str) -> float | None:
     """The kl_coef to try next: the geometric midpoint (3 significant digits) between the
     kl_coef of the current choice (:func:`choose`) and the next smaller one tried, where the
     checkpoints that gain more than the choice stop qualifying; the plain midpoint when that
-    one is 0. None when nothing qualifies, nothing below the choice was tried, or the midpoint
-    was tried already.
+    one is 0. When nothing smaller was tried: half the choice's kl_coef if the choice is its
+    run's last checkpoint (the run stays inside the floors to its end, so the edge lies
+    below), else the midpoint to the next larger one tried (the run leaves the floors after
+    the choice; a little more penalty keeps a run inside them for longer). None when nothing
+    qualifies or the midpoint was tried already.
 
     Why the choice's kl_coef and not the smallest with any qualifying checkpoint: a run whose
     first checkpoint qualifies and whose later ones drift past the floors has that smallest
     kl_coef, yet the better checkpoints lie above it (with 6,400 gold rows per family, kl 0.03
     qualified at step 200 only, and the choice was kl 0.05 at step 1,200; nothing between them
-    was tried)."""
+    was tried). Why above when nothing was tried below: with 25,600 rows per family and RL
+    seed 1, the variant world's grid chose kl 0.03 at step 400 (true 0.533) and stopped
+    there; the sweeps of seed 0 found 0.548-0.551 at kl 0.032-0.0341 (experiments/RESULTS.md)."""
     chosen, _ = choose(candidates, selection)
     if chosen is None:
         return None
     edge = chosen["kl_coef"]
     tried = {c["kl_coef"] for c in candidates}
     below = [k for k in tried if k < edge]
-    if not below:
-        return None
-    nearest = max(below)
+    above = [k for k in tried if k > edge]
+    last_step = max(c["step"] for c in candidates if c["kl_coef"] == edge)
+    if below:
+        nearest = max(below)
+    elif chosen["step"] < last_step and above:
+        nearest = min(above)
+    else:
+        nearest = 0.0
     mid = (edge * nearest) ** 0.5 if nearest > 0 else edge / 2
     mid = float(f"{mid:.3g}")
-    return None if mid in tried or not nearest < mid < edge else mid
+    return None if mid in tried or not min(nearest, edge) < mid < max(nearest, edge) else mid
 
 
 def label_free_screen(
@@ -92,21 +103,18 @@ def label_free_screen(
     settings: CertifySettings,
     gold: LabelledSet | None = None,
 ) -> dict:
-    """What can be known of a checkpoint before any gold label is read: whether the weights of
-    the gold set's responses (``gold``, default the world's) could support a certificate (ESS
-    and KL per family, by the certification's abstention rule) and the corrected reward of its
-    fresh samples on the balanced mix. The labels are never looked at."""
+    """:func:`screen` of the checkpoint at ``policy_dir`` against ``gold`` (default: the
+    world's gold set)."""
     gold = gold if gold is not None else load_gold(world)
-    transform = load_reward_wrapper(wrapper) if wrapper else None
-    inputs = gather(
-        load_policy(Path(policy_dir)),
-        load_policy(Path(world) / "policy"),
-        load_reward_model(Path(world) / "reward_model"),
-        gold,
-        transform,
-        str(wrapper or ""),
-        settings,
-    )
+    return screen(Certifier.load(world, wrapper, gold), policy_dir, settings)
+
+
+def screen(certifier: Certifier, policy_dir: Path, settings: CertifySettings) -> dict:
+    """What can be known of a checkpoint before any gold label is read: whether the weights of
+    the certifier's gold responses could support a certificate (ESS and KL per family, by the
+    certification's abstention rule) and the corrected reward of its fresh samples on the
+    balanced mix. The labels are never looked at."""
+    inputs = certifier.inputs(load_policy(Path(policy_dir)), settings)
     reasons, ess_values = [], []
     for fam, x in inputs.items():  # x.y (the labels) is not read
         value = ess(x.log_w)
@@ -166,24 +174,29 @@ def recipe_sweep(
     gold = load_gold(world, gold_path)
     with folder_lock(out, busy):
         settings = settings or CertifySettings()
+        # One certifier for every screen and the final certificate: the gold set's own passes
+        # (the reference's log-probabilities, the corrected reward) run once, not per checkpoint.
+        certifier = Certifier.load(world, wrapper, gold)
         if selection == "split":
             select, report_rows = split_gold(gold.families.numpy(), seed)
+            selector, reporter = certifier.subset(select), certifier.subset(report_rows)
         else:
             select, report_rows = None, np.arange(len(gold.labels))
+            selector, reporter = None, certifier
         # The runs train first, ``jobs`` at a time, each on one thread (rate.parallel).
         tasks = [(world, out, kl, steps, save_every, wrapper, seed) for kl in kl_coefs]
         runs = dict(run_jobs(train_once, tasks, jobs))
 
-        def screen(kl: float, run: Path) -> list[dict]:
+        def screen_run(kl: float, run: Path) -> list[dict]:
             rows = []
-            for step, path in checkpoints_of(run).items():
+            checkpoints = checkpoints_of(run)
+            what = "screening" if selector is None else "certifying"
+            for step, path in progress(checkpoints.items(), f"{what} {run.name}", len(checkpoints)):
                 row = {"kl_coef": kl, "step": step, "checkpoint": str(path)}
-                if selection == "label-free":
-                    row.update(label_free_screen(world, path, wrapper, settings, gold))
+                if selector is None:
+                    row.update(screen(certifier, path, settings))
                 else:
-                    cert = certify_policy(
-                        world, path, wrapper, gold_path, settings=settings, gold_rows=select
-                    )
+                    cert = selector.certify(path, settings)
                     b = cert["balanced"]
                     row.update(
                         decision=cert["verdict"]["decision"],
@@ -195,7 +208,7 @@ def recipe_sweep(
                 rows.append(row)
             return rows
 
-        candidates = [row for i, kl in enumerate(kl_coefs) for row in screen(kl, runs[i])]
+        candidates = [row for i, kl in enumerate(kl_coefs) for row in screen_run(kl, runs[i])]
         refined = []
         for _ in range(refine):
             kl = refined_kl(candidates, selection)
@@ -204,7 +217,7 @@ def recipe_sweep(
             log.info("sweep: refining at kl_coef %g, by the edge of what can be certified", kl)
             refined.append(kl)
             task = (world, out, kl, steps, save_every, wrapper, seed)
-            candidates += screen(kl, dict(run_jobs(train_once, [task], 1))[0])
+            candidates += screen_run(kl, dict(run_jobs(train_once, [task], 1))[0])
         candidates.sort(key=lambda c: (-c["kl_coef"], c["step"]))
         chosen, uncertified = choose(candidates, selection)
         result = {
@@ -226,10 +239,7 @@ def recipe_sweep(
             "best_uncertified": None if chosen else uncertified,
         }
         if chosen is not None:
-            held_out = certify_policy(
-                world, Path(chosen["checkpoint"]), wrapper, gold_path, settings=settings,
-                gold_rows=report_rows,
-            )  # fmt: skip
+            held_out = reporter.certify(Path(chosen["checkpoint"]), settings)
             result["held_out"] = {
                 "balanced": held_out["balanced"],
                 "verdict": held_out["verdict"],

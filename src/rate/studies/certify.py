@@ -19,7 +19,7 @@ from typing import BinaryIO
 import numpy as np
 import torch
 
-from rate.certify.certify import CertifySettings, certify_inputs, gather
+from rate.certify.certify import Certifier, CertifySettings, certify_inputs
 from rate.errors import BusyError, RateError
 from rate.io import (
     atomic_write_bytes,
@@ -163,13 +163,12 @@ def coverage_study(
             with journal:
                 for seed in progress(todo, desc="gold sets", total=len(todo)):
                     gold = fresh_gold(world, gold_per_family, seed)
+                    # The gold set's own passes run once for all the policies.
+                    certifier = Certifier(gold, reference, rm, transform, str(wrapper or ""))
                     record = {"seed": seed, "policies": {}}
                     for name, policy in loaded.items():
                         run = CertifySettings(**{**vars(settings), "seed": seed - first_seed})
-                        report = certify_inputs(
-                            gather(policy, reference, rm, gold, transform, str(wrapper or ""), run),
-                            run,
-                        )
+                        report = certify_inputs(certifier.inputs(policy, run), run)
                         record["policies"][name] = certificate_cells(report)
                     journal.append(record)
                     done[seed] = record

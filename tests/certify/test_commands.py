@@ -361,6 +361,9 @@ def test_the_refined_kl_lies_at_the_edge_next_to_the_choice():
     assert refined_kl(seed1, "label-free") == 0.0387
     # If that run abstains, the next one goes between it and the choice (sqrt(0.03 * 0.0387)).
     assert refined_kl(seed1 + rows((0.0387, 1, "abstain", 0.5)), "label-free") == 0.0341
+    # One kl_coef whose run leaves the floors after the choice: no side to refine toward.
+    lone = rows((0.03, 1, "certifiable", 0.46), (0.03, 2, "abstain", 0.58))
+    assert refined_kl(lone, "label-free") is None
     # With --selection split the choice is the best lower bound of those that ship.
     split = [
         {"kl_coef": 0.02, "step": 1, "decision": "ship", "dr": {"low": 0.40, "estimate": 0.5}},

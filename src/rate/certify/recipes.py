@@ -68,7 +68,8 @@ def refined_kl(candidates: list[dict], selection: str) -> float | None:
     run's last checkpoint (the run stays inside the floors to its end, so the edge lies
     below), else the midpoint to the next larger one tried (the run leaves the floors after
     the choice; a little more penalty keeps a run inside them for longer). None when nothing
-    qualifies or the midpoint was tried already.
+    qualifies, the choice's run leaves the floors and no larger kl_coef was tried, or the
+    midpoint was tried already.
 
     Why the choice's kl_coef and not the smallest with any qualifying checkpoint: a run whose
     first checkpoint qualifies and whose later ones drift past the floors has that smallest
@@ -87,7 +88,9 @@ def refined_kl(candidates: list[dict], selection: str) -> float | None:
     last_step = max(c["step"] for c in candidates if c["kl_coef"] == edge)
     if below:
         nearest = max(below)
-    elif chosen["step"] < last_step and above:
+    elif chosen["step"] < last_step:
+        if not above:
+            return None  # one kl_coef, left after the choice: no side to refine toward
         nearest = min(above)
     else:
         nearest = 0.0

@@ -106,16 +106,15 @@ def log_ratios(
 ) -> np.ndarray:
     """Exact log pi_new(y|x) - log pi_ref(y|x) of whole responses (temperature 1), (B,).
     ``reference_logprobs``: the reference's :func:`token_logprobs` of these rows, when known."""
-    ref = (
-        token_logprobs(reference, prompts, responses)
-        if reference_logprobs is None
-        else reference_logprobs
-    )
-    out = [
-        (response_logprobs(policy, prompts[i : i + CHUNK], responses[i : i + CHUNK])
-         - ref[i : i + CHUNK]).sum(-1)
-        for i in range(0, len(prompts), CHUNK)
-    ]  # fmt: skip
+    out = []
+    for i in range(0, len(prompts), CHUNK):
+        p, r = prompts[i : i + CHUNK], responses[i : i + CHUNK]
+        ref = (
+            response_logprobs(reference, p, r)
+            if reference_logprobs is None
+            else reference_logprobs[i : i + CHUNK]
+        )
+        out.append((response_logprobs(policy, p, r) - ref).sum(-1))
     return torch.cat(out).double().numpy() if out else np.zeros(0)
 
 

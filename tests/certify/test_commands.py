@@ -378,6 +378,43 @@ def test_the_refined_kl_lies_at_the_edge_next_to_the_choice():
     assert refined_kl(close, "label-free") is None
 
 
+def test_stricter_screens_choose_among_the_checkpoints_they_pass(tmp_path):
+    # experiments/release/screen_rules.py on a hand-made sweep: kl 0.05 passes at step 1,
+    # fails at 2 and passes again at 3 (ESS 10.5: just over the floor); kl 0.1 passes
+    # throughout. As shipped the choice is 0.05 step 3 (highest corrected reward among the
+    # passes); the prefix screen drops it (after a failure) and takes 0.05 step 1; the margin
+    # screen (ESS >= 12) drops it too, and 0.05 step 1's ESS 11 as well: 0.1 step 2.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    def cand(kl, step, decision, reward, true):
+        return {"kl_coef": kl, "step": step, "decision": decision, "corrected_reward": reward,
+                "true_quality": true}  # fmt: skip
+
+    truth = {"candidates": [cand(0.1, 1, "certifiable", 0.40, 0.38),
+                            cand(0.1, 2, "certifiable", 0.42, 0.40),
+                            cand(0.05, 1, "certifiable", 0.45, 0.43),
+                            cand(0.05, 2, "abstain", 0.50, 0.47),
+                            cand(0.05, 3, "certifiable", 0.52, 0.48)]}  # fmt: skip
+    ess = {(0.1, 1): 300.0, (0.1, 2): 200.0, (0.05, 1): 11.0, (0.05, 2): 9.0, (0.05, 3): 10.5}
+    (tmp_path / "truth.json").write_text(json.dumps(truth))
+    md = ["| kl_coef | step | screen (no label read) | corrected reward, fresh samples | min ESS |",
+          "|---|---|---|---|---|"]  # fmt: skip
+    md += [f"| {kl} | {s} | x | 0.1 | {e} |" for (kl, s), e in ess.items()]
+    (tmp_path / "sweep.md").write_text("\n".join(md))
+    script = Path(__file__).resolve().parents[2] / "experiments" / "release" / "screen_rules.py"
+    out = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "truth.json"), str(tmp_path / "sweep.md")],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    rows_ = {r.split("|")[3].strip(): r.split("|") for r in out.splitlines()[2:]}
+    assert rows_["as shipped"][4].strip() == "kl 0.05, step 3"
+    assert rows_["prefix"][4].strip() == "kl 0.05, step 1"
+    assert rows_["margin"][4].strip() == "kl 0.1, step 2"
+    assert [float(rows_[k][6]) for k in ("as shipped", "prefix", "margin")] == [0.0, 0.05, 0.08]
+
+
 def test_a_missing_gold_file_is_a_one_line_error_before_anything_is_written(small_world, tmp_path):
     out = run_rate(
         ["tinyrlhf", "sweep", "--world", str(small_world), "--gold", str(tmp_path / "no.jsonl"),

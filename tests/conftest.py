@@ -1,9 +1,10 @@
-"""Shared fixtures: a small world built once per session, and the full world for slow tests."""
+"""Shared fixtures: a small world built once per session, and the full worlds for slow tests."""
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import torch  # noqa: E402
 from tests.faults import canary
 from tests.faults.harness import COUNTS
 from tests.helpers import run_rate
+from tests.worlds import BackgroundBuild, given_world
 
 os.environ.setdefault("RATE_PROGRESS", "0")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -33,25 +35,67 @@ def small_world(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+# The full worlds: (the config's name, the fixture that gives it, the RL runs it needs; None: all).
+FULL_WORLDS = (
+    ("default", "full_world", None),
+    ("variant", "variant_world", ("default-s800",)),
+    ("noshortcuts", "noshortcuts_world", ()),
+)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def background_worlds(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Path | BackgroundBuild]]:
+    """The full worlds the collected tests need, each given (RATE_TEST_WORLD...) or building
+    in a child process from the session's start (tests/worlds.py): the default world first,
+    then the others side by side."""
+    needed = {name for item in request.session.items for name in item.fixturenames}
+    worlds: dict[str, Path | BackgroundBuild] = {}
+    first: list[BackgroundBuild] = []
+    for name, fixture, runs in FULL_WORLDS:
+        if fixture not in needed:
+            continue
+        given = given_world(name)
+        if given is not None:
+            worlds[name] = given
+            continue
+        build = BackgroundBuild(name, tmp_path_factory.mktemp(name) / "world", runs, first)
+        worlds[name] = build
+        if name == "default":
+            first = [build]
+    yield worlds
+    for world in reversed(list(worlds.values())):  # the ones waiting first: they start nothing
+        if isinstance(world, BackgroundBuild):
+            world.stop()
+
+
+def full_world_of(worlds: dict[str, Path | BackgroundBuild], name: str, tmp: Path) -> Path:
+    """The world once built; one no collected test named (asked for by name) is built now."""
+    world = worlds.get(name)
+    if world is None:
+        runs = next(r for n, _, r in FULL_WORLDS if n == name)
+        world = worlds[name] = given_world(name) or BackgroundBuild(name, tmp / "world", runs)
+    return world if isinstance(world, Path) else world.wait()
+
+
 @pytest.fixture(scope="session")
-def full_world(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def full_world(background_worlds, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The full default world (several minutes). RATE_TEST_WORLD may name an already built one,
     which must have been built from the current packaged default config."""
-    from rate.schema import to_dict
-    from rate.tinyrlhf.build import build_world
-    from rate.tinyrlhf.evaluate import load_oracle
-    from rate.tinyrlhf.worldconfig import load_world_config
+    return full_world_of(background_worlds, "default", tmp_path_factory.mktemp("default"))
 
-    config = load_world_config()
-    given = os.environ.get("RATE_TEST_WORLD")
-    if given:
-        world = Path(given)
-        _, built_from = load_oracle(world)
-        assert to_dict(built_from) == to_dict(config), f"{world} was built from another config"
-        return world
-    out = tmp_path_factory.mktemp("full") / "world"
-    build_world(config, out)
-    return out
+
+@pytest.fixture(scope="session")
+def variant_world(background_worlds, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The variant world with its default run only (RATE_TEST_WORLD_VARIANT may name one)."""
+    return full_world_of(background_worlds, "variant", tmp_path_factory.mktemp("variant"))
+
+
+@pytest.fixture(scope="session")
+def noshortcuts_world(background_worlds, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The noshortcuts world without RL runs (RATE_TEST_WORLD_NOSHORTCUTS may name one)."""
+    return full_world_of(background_worlds, "noshortcuts", tmp_path_factory.mktemp("noshortcuts"))
 
 
 @pytest.fixture(scope="session")

@@ -1,19 +1,15 @@
 """The packaged world configs: what each is made of, and (slow) that every shipped world is valid:
 its reward model learned every planted shortcut at >= half its bonus.
 
-A built world may be given instead of building one: RATE_TEST_WORLD (the default, see
-conftest.py), RATE_TEST_WORLD_VARIANT, RATE_TEST_WORLD_NOSHORTCUTS; each must have been built
-from the current packaged config.
+The full worlds are the session's (tests/worlds.py): built beside the tests, or given by
+RATE_TEST_WORLD (the default), RATE_TEST_WORLD_VARIANT and RATE_TEST_WORLD_NOSHORTCUTS, each
+built from the current packaged config.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import subprocess
-import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +17,6 @@ import torch
 
 from rate.errors import ConfigError
 from rate.schema import to_dict
-from rate.tinyrlhf.build import build_world
 from rate.tinyrlhf.evaluate import load_oracle, world_statistics
 from rate.tinyrlhf.models import Policy
 from rate.tinyrlhf.oracle import Oracle
@@ -104,67 +99,6 @@ def test_the_measurement_is_exact_on_each_shipped_worlds_crowd_label(name):
         assert e.label_effect == pytest.approx(e.planted, abs=1e-6), e
 
 
-def given_or_built(name: str, tmp_path_factory, runs: tuple[str, ...] = ()) -> Path:
-    """The world RATE_TEST_WORLD_<NAME> names (checked against the packaged config), or a fresh
-    build with only the RL runs named in ``runs`` (the validity check needs only the RM, and
-    each run is a minute of CI)."""
-    config = load_world_config(name=name)
-    given = os.environ.get(f"RATE_TEST_WORLD_{name.upper()}")
-    if given:
-        _, built_from = load_oracle(Path(given))
-        assert to_dict(built_from) == to_dict(config), f"{given} was built from another config"
-        return Path(given)
-    config = dataclasses.replace(config, runs=[r for r in config.runs if r.name in runs])
-    out = tmp_path_factory.mktemp(name) / "world"
-    build_world(config, out)
-    return out
-
-
-# The noshortcuts world built in a child process, started before the variant's build: their
-# stages are mostly one-thread (SFT, the reward model), so on two cores the two builds take
-# little more than the longer one, where one after the other they took 185 + 233 s of CI.
-_BUILD_WITHOUT_RUNS = (
-    "import dataclasses, sys; from pathlib import Path; "
-    "from rate.tinyrlhf.build import build_world; "
-    "from rate.tinyrlhf.worldconfig import load_world_config; "
-    "config = dataclasses.replace(load_world_config(name=sys.argv[1]), runs=[]); "
-    "build_world(config, Path(sys.argv[2]))"
-)
-
-
-@pytest.fixture(scope="module")
-def noshortcuts_build(tmp_path_factory) -> Iterator[Callable[[], Path]]:
-    """-> a function that waits for the noshortcuts world (without RL runs) and returns it; the
-    build runs beside the tests until then, and is killed if no test waited for it."""
-    if os.environ.get("RATE_TEST_WORLD_NOSHORTCUTS"):
-        world = given_or_built("noshortcuts", tmp_path_factory)
-        yield lambda: world
-        return
-    out = tmp_path_factory.mktemp("noshortcuts") / "world"
-    log_path = out.parent / "build.log"
-    with open(log_path, "w") as log_file:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", _BUILD_WITHOUT_RUNS, "noshortcuts", str(out)],
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "RATE_PROGRESS": "0"},
-        )
-
-    def wait() -> Path:
-        assert proc.wait() == 0, f"the noshortcuts build failed:\n{log_path.read_text()[-3000:]}"
-        return out
-
-    yield wait
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait()
-
-
-@pytest.fixture(scope="module")
-def variant_world(tmp_path_factory, noshortcuts_build) -> Path:
-    return given_or_built("variant", tmp_path_factory, runs=("default-s800",))
-
-
 def assert_valid(world: Path) -> None:
     check = json.loads((world / SHORTCUTS_FILE).read_text())
     _, config = load_oracle(world)
@@ -185,10 +119,9 @@ def test_the_variant_world_is_valid(variant_world):
 
 
 @pytest.mark.slow
-def test_the_noshortcuts_world_is_valid_and_pays_for_nothing(noshortcuts_build):
-    world = noshortcuts_build()
-    assert_valid(world)
-    assert json.loads((world / SHORTCUTS_FILE).read_text())["shortcuts"] == []
+def test_the_noshortcuts_world_is_valid_and_pays_for_nothing(noshortcuts_world):
+    assert_valid(noshortcuts_world)
+    assert json.loads((noshortcuts_world / SHORTCUTS_FILE).read_text())["shortcuts"] == []
 
 
 @pytest.mark.slow

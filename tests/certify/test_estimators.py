@@ -41,6 +41,29 @@ def test_bootstrap_counts_are_draws_with_replacement():
     assert reps == pytest.approx([(0 + 2 + 2) / 4, 1.0, 2 / 3])
 
 
+@pytest.mark.parametrize("n", [1, 7, 300, 5000])
+def test_the_fast_bootstrap_draws_what_plain_numpy_draws(n, monkeypatch):
+    # The counts (counted a block at a time; a small block forces several at n 7 and 300) and
+    # the folds (in uint8) equal plain numpy's from the same stream, and the DR replicates
+    # equal the plain version's (folds by np.unique, fitted values as a matrix) to rounding.
+    from rate.bench.certify import plain_bootstrap_counts, plain_dr_replicates, plain_split_folds
+    from rate.certify import estimators
+
+    monkeypatch.setattr(estimators, "COUNT_BLOCK", 64)
+    ours, plain = np.random.default_rng(3), np.random.default_rng(3)
+    assert np.array_equal(bootstrap_counts(n, 50, ours), plain_bootstrap_counts(n, 50, plain))
+    folds = estimators.split_folds(n, 2, 50, ours)
+    assert folds.dtype == np.uint8 and np.array_equal(folds, plain_split_folds(n, 2, 50, plain))
+    rng = np.random.default_rng(4)
+    y, s, log_w = rng.normal(size=n), rng.normal(size=n), rng.normal(size=n)
+    fresh = np.column_stack([rng.normal(size=20), rng.normal(size=20)])
+    counts, fresh_counts = bootstrap_counts(n, 50, rng), bootstrap_counts(20, 50, rng)
+    args = (y, log_w, dr_covariates(s, log_w), fresh, folds, counts, fresh_counts)
+    with np.errstate(invalid="ignore", divide="ignore"):  # n = 1: a fold without rows
+        fast, slow = dr_replicates(*args), plain_dr_replicates(*args)
+    assert np.allclose(fast, slow, rtol=1e-12, atol=1e-12, equal_nan=True)
+
+
 def test_dr_by_hand():
     # Constant s: each fold's model is the other fold's mean; the residual is the fold's SNIPS.
     y, s = np.array([0.0, 1.0, 0.0, 1.0]), np.zeros(4)
@@ -320,6 +343,10 @@ def test_the_gold_plan_is_the_kl_floor_where_every_weight_is_equal():
     flat = np.zeros(500)
     assert gold_needed(flat, flat, 2.0, 100, rng) == (141, 1.0)
     assert gold_needed(flat, flat, 0.0, 100, rng) == (100, 1.0)  # the gold set it has
+    # A family that abstains on the set it has needs more rows, whatever the simulation says
+    # of sets of this size: the next size up.
+    assert gold_needed(flat, flat, 0.0, 100, rng, larger=True) == (141, 1.0)
+    assert gold_needed(flat, flat, 2.0, 100, rng, larger=True) == (141, 1.0)
     # At KL 10, n >= 15 e^10 = 330,397: beyond 64 times 100.
     assert gold_needed(flat, flat, 10.0, 100, rng) == (None, 0.0)
 

@@ -380,7 +380,8 @@ def plan_gold(
 ) -> None:
     """Size the gold set that would let an abstaining certificate answer: per family, the
     fewest gold rows with which its floors pass in 90% of gold sets simulated from ``plans``
-    (:func:`plan_log_ratios`, :func:`~rate.certify.estimators.gold_needed`); for the mix,
+    (:func:`plan_log_ratios`, :func:`~rate.certify.estimators.gold_needed`), more than it has
+    where it abstains; for the mix,
     the largest of them. Adds ``gold_plan`` to each row and to the balanced mix, and the
     plan's sentence to the verdict. Reads no label: a release that cannot be certified learns
     what would certify it."""
@@ -388,7 +389,13 @@ def plan_gold(
     sizes = []
     for fam, row in report["per_family"].items():
         rows, share = gold_needed(
-            *plans[fam], row["kl"], row["n_gold"], rng, settings.ess_min, settings.support_min
+            *plans[fam],
+            row["kl"],
+            row["n_gold"],
+            rng,
+            settings.ess_min,
+            settings.support_min,
+            larger=bool(row["abstain"]),
         )
         row["gold_plan"] = {"rows": rows, "pass_share": round(share, 3)}
         sizes.append(rows)

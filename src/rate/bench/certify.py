@@ -245,12 +245,16 @@ def render_certify(r: dict, date: str | None) -> list[str]:
         lines.append("")
     if "dr_bootstrap" in r:
         v = r["dr_bootstrap"]
+        agree = (
+            "identical to the bit"
+            if v["max_abs_diff"] == 0
+            else f"within {v['max_abs_diff']:.1e} of each other"
+        )
         lines += [
             f"The doubly robust bootstrap on the larger gold set ({v['gold_rows']:,} rows, the "
             f"inputs of {v['run']}, {r['certify_replicates']:,} replicates, every family), "
             "as plain numpy would do it and as the estimators do: the same draws, replicates "
-            f"within {v['max_abs_diff']:.1e} of each other. Best of {SCREEN_ROUNDS} "
-            "interleaved rounds.",
+            f"{agree}. Best of {SCREEN_ROUNDS} interleaved rounds.",
             "",
             "| plain numpy | ours | ratio |",
             "|---|---|---|",

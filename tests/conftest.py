@@ -70,12 +70,15 @@ def background_worlds(
             world.stop()
 
 
-def full_world_of(worlds: dict[str, Path | BackgroundBuild], name: str, tmp: Path) -> Path:
+def full_world_of(
+    worlds: dict[str, Path | BackgroundBuild], name: str, factory: pytest.TempPathFactory
+) -> Path:
     """The world once built; one no collected test named (asked for by name) is built now."""
     world = worlds.get(name)
     if world is None:
         runs = next(r for n, _, r in FULL_WORLDS if n == name)
-        world = worlds[name] = given_world(name) or BackgroundBuild(name, tmp / "world", runs)
+        world = given_world(name) or BackgroundBuild(name, factory.mktemp(name) / "world", runs)
+        worlds[name] = world
     return world if isinstance(world, Path) else world.wait()
 
 
@@ -83,19 +86,19 @@ def full_world_of(worlds: dict[str, Path | BackgroundBuild], name: str, tmp: Pat
 def full_world(background_worlds, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The full default world (several minutes). RATE_TEST_WORLD may name an already built one,
     which must have been built from the current packaged default config."""
-    return full_world_of(background_worlds, "default", tmp_path_factory.mktemp("default"))
+    return full_world_of(background_worlds, "default", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def variant_world(background_worlds, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The variant world with its default run only (RATE_TEST_WORLD_VARIANT may name one)."""
-    return full_world_of(background_worlds, "variant", tmp_path_factory.mktemp("variant"))
+    return full_world_of(background_worlds, "variant", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def noshortcuts_world(background_worlds, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The noshortcuts world without RL runs (RATE_TEST_WORLD_NOSHORTCUTS may name one)."""
-    return full_world_of(background_worlds, "noshortcuts", tmp_path_factory.mktemp("noshortcuts"))
+    return full_world_of(background_worlds, "noshortcuts", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")

@@ -70,9 +70,18 @@ def main() -> None:
     print("| sweep | grid's best (true) | screen | chosen | true | below the best |")
     print("|---|---|---|---|---|---|")
     for truth_file, md_file in zip(args.pairs[::2], args.pairs[1::2], strict=True):
-        truth = json.loads(Path(truth_file).read_text())
-        best = max(c["true_quality"] for c in truth["candidates"])
-        for name, c in choices(truth, min_ess_of(Path(md_file))).items():
+        try:
+            truth = json.loads(Path(truth_file).read_text())
+            best = max(c["true_quality"] for c in truth["candidates"])
+            found = choices(truth, min_ess_of(Path(md_file)))
+        except OSError as err:
+            parser.error(f"{err.filename}: cannot read ({err.strerror})")
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+            parser.error(
+                f"{truth_file}, {md_file}: not a `rate study sweep-truth` JSON and its sweep's "
+                f"markdown ({type(err).__name__}: {err})"
+            )
+        for name, c in found.items():
             if c is None:
                 print(f"| {Path(truth_file).stem} | {best:.3f} | {name} | none | | |")
                 continue

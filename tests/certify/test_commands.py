@@ -413,6 +413,16 @@ def test_stricter_screens_choose_among_the_checkpoints_they_pass(tmp_path):
     assert rows_["prefix"][4].strip() == "kl 0.05, step 1"
     assert rows_["margin"][4].strip() == "kl 0.1, step 2"
     assert [float(rows_[k][6]) for k in ("as shipped", "prefix", "margin")] == [0.0, 0.05, 0.08]
+    # A missing file, or the files given the wrong way round: one line that names them.
+    for pair, said in (
+        (["missing.json", "sweep.md"], "missing.json: cannot read"),
+        (["sweep.md", "truth.json"], "sweep.md, truth.json: not a `rate study sweep-truth` JSON"),
+    ):
+        bad = subprocess.run(
+            [sys.executable, str(script), *pair], capture_output=True, text=True, cwd=tmp_path
+        )
+        assert bad.returncode == 2 and said in bad.stderr, bad.stderr
+        assert "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 2
 
 
 def test_a_missing_gold_file_is_a_one_line_error_before_anything_is_written(small_world, tmp_path):

@@ -3,11 +3,12 @@
     GOMP_SPINCOUNT=300000 python experiments/rl_speed/spin_threads.py WORLD THREADS beside|in-turn [STEPS]
 
 Runs the default recipe for STEPS steps (200) with torch on THREADS intra-op threads instead
-of the trainer's one (``rate.parallel.single_thread`` is replaced for this process), the
-reward model beside the policy's passes or in turn, and prints the mean ms a step. Run it
-in fresh processes, in turn, for each setting: OpenMP reads its environment once. Under
-spinning OpenMP the published trainer gains 1.6x from a second thread; this measures what
-ours would (experiments/RESULTS.md, "Faster RL on an Intel CPU"). Not kept in the trainer.
+of the trainer's one (``rate.parallel.single_thread`` is replaced for this process), with
+its second thread (the reward model, the weight gradients) or everything in turn, and
+prints the mean ms a step. Run it in fresh processes, in turn, for each setting: OpenMP
+reads its environment once. Under spinning OpenMP the published trainer gains 1.6x from a
+second thread; this measures what ours would (experiments/RESULTS.md, "Faster RL on an
+Intel CPU"). Not kept in the trainer.
 """
 
 import contextlib
@@ -40,7 +41,7 @@ def main(world: Path, threads: int, mode: str, steps: int = 200) -> None:
         world / "configs" / "default.json", [f"steps={steps}", f"log_every={steps}"]
     )
     with tempfile.TemporaryDirectory() as tmp:
-        last = rl.train_rl(config, world, Path(tmp) / "run", reward_beside=mode == "beside")
+        last = rl.train_rl(config, world, Path(tmp) / "run", second_thread=mode == "beside")
     print(
         f"GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT')} threads={threads} {mode}: "
         f"{last['elapsed_s'] / steps * 1e3:.2f} ms a step"

@@ -1,5 +1,6 @@
 """The RL step's speed-ups against plain torch: oneDNN linear layers, padded attention
-softmax, the C heap's settings, one flat parameter for Adam, and training on one thread."""
+softmax, the C heap's settings, one flat parameter for Adam, training on one thread, and
+weight gradients on a second."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from contextlib import contextmanager
 
 import pytest
 import torch
@@ -21,9 +23,11 @@ from rate.tinyrlhf.kernels import (
     onednn_available,
     onednn_preferred,
     rl_linear_route,
+    weight_gradients_beside,
 )
 from rate.tinyrlhf.models import Policy
 from rate.tinyrlhf.rl import flat_parameters, load_rl_config, train_rl
+from rate.tinyrlhf.vocab import N_SYLLABLES, PROMPT_LEN, RESPONSE_LEN, VOCAB_SIZE
 
 
 @pytest.fixture
@@ -338,6 +342,31 @@ def test_an_rl_run_scores_rewards_on_a_second_thread_outside_a_worker(
     assert len(names) == 3 and all(n.startswith("rate-rl-reward") for n in names)
 
 
+def test_an_rl_run_is_the_same_to_the_bit_with_its_second_thread_or_without(
+    small_world, tmp_path, monkeypatch, onednn_route
+):
+    monkeypatch.setattr(kernels, "RL_ON_TORCH", False)  # oneDNN's route, as on AMD CPUs
+    added = []
+    real_add = kernels.WeightGradients.add
+    monkeypatch.setattr(
+        kernels.WeightGradients, "add", lambda self, *a: (added.append(1), real_add(self, *a))
+    )
+    config = load_rl_config(small_world / "configs" / "default.json", ["steps=6", "log_every=1"])
+    runs = {}
+    for second in (True, False):
+        added.clear()
+        out = tmp_path / f"second-{second}"
+        train_rl(config, small_world, out, second_thread=second)
+        assert (len(added) > 0) is second  # the policy's weight gradients went beside, or not
+        logs = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+        runs[second] = (
+            [{k: v for k, v in row.items() if k != "elapsed_s"} for row in logs],
+            (out / "checkpoint" / "policy.safetensors").read_bytes(),
+        )
+    assert len(runs[True][0]) == 6
+    assert runs[True] == runs[False]
+
+
 def _where_am_i() -> bool:
     from rate.parallel import in_worker
 
@@ -367,3 +396,87 @@ def test_onednn_probe_falls_back_where_the_op_is_missing_or_fails(monkeypatch):
     assert kernels._onednn_linear_op() is None
     monkeypatch.setattr(torch.ops, "mkldnn", Ops(lambda x, w, *rest: torch.zeros(2, 4)))
     assert kernels._onednn_linear_op() is None
+
+
+@contextmanager
+def _no_weight_gradients_beside():
+    yield lambda: None
+
+
+@pytest.mark.parametrize("trainer", ["reward model", "sft"])
+def test_weight_gradients_beside_train_the_same_model_to_the_bit(
+    onednn_route, monkeypatch, trainer
+):
+    from rate.tinyrlhf import rm_train, sft
+
+    gen = torch.Generator().manual_seed(3)
+    prompts = torch.randint(0, VOCAB_SIZE, (300, PROMPT_LEN), generator=gen)
+    responses = torch.randint(0, N_SYLLABLES, (300, RESPONSE_LEN), generator=gen)
+    labels = torch.randn(300, generator=gen)
+
+    def train():
+        if trainer == "sft":
+            return sft.train_sft(prompts, responses, 2, 2e-3, 128, 0)[0]
+        return rm_train.train_reward_model(prompts, responses, labels, 2, 2e-3, 128, 0)[0]
+
+    added = []
+    real_add = kernels.WeightGradients.add
+    monkeypatch.setattr(
+        kernels.WeightGradients, "add", lambda self, *a: (added.append(1), real_add(self, *a))
+    )
+    beside = train()
+    assert len(added) > 0  # the weight gradients did go to the second thread
+    for module in (rm_train, sft):
+        monkeypatch.setattr(module, "weight_gradients_beside", _no_weight_gradients_beside)
+    added.clear()
+    in_turn = train()
+    assert added == []
+    ours, theirs = beside.state_dict(), in_turn.state_dict()
+    assert ours.keys() == theirs.keys()
+    for name in ours:
+        assert torch.equal(ours[name], theirs[name]), name
+
+
+def test_weight_gradients_beside_add_into_grad_and_leave_the_rest_to_backward(onednn_route):
+    gen = torch.Generator().manual_seed(0)
+    x0, w0 = torch.randn(300, 64, generator=gen), torch.randn(32, 64, generator=gen)
+    upstream = torch.randn(300, 32, generator=gen)
+    x, w = x0.clone().requires_grad_(), w0.clone().requires_grad_()
+    (linear(x, w, None) * upstream).sum().backward()  # outside: dW from the backward pass
+    expected_w, expected_x = w.grad.clone(), x.grad.clone()
+
+    with weight_gradients_beside() as ready:
+        # A weight with a zeroed .grad: its gradient is added there on the second thread.
+        x, w = x0.clone().requires_grad_(), w0.clone().requires_grad_()
+        w.grad = torch.zeros_like(w)
+        (linear(x, w, None) * upstream).sum().backward()
+        ready()
+        assert torch.equal(w.grad, expected_w) and torch.equal(x.grad, expected_x)
+        # No .grad yet: the backward pass computes it, as outside.
+        x, w = x0.clone().requires_grad_(), w0.clone().requires_grad_()
+        (linear(x, w, None) * upstream).sum().backward()
+        ready()
+        assert torch.equal(w.grad, expected_w)
+        with weight_gradients_beside() as inner:  # nested: the same thread and wait
+            assert inner == ready
+    assert kernels._WEIGHT_GRADIENTS is None
+
+
+def test_weight_gradients_beside_raise_the_threads_error_at_wait(onednn_route, monkeypatch):
+    def broken(*args):
+        raise RuntimeError("dW failed")
+
+    x, w = torch.randn(300, 16, requires_grad=True), torch.randn(8, 16, requires_grad=True)
+    w.grad = torch.zeros_like(w)
+    with pytest.raises(RuntimeError, match="dW failed"), weight_gradients_beside() as ready:
+        monkeypatch.setattr(kernels, "_weight_gradient", broken)
+        linear(x, w, None).sum().backward()
+        ready()
+    assert kernels._WEIGHT_GRADIENTS is None
+
+
+def test_weight_gradients_beside_do_nothing_without_onednn(monkeypatch):
+    monkeypatch.setattr(kernels, "_ONEDNN_LINEAR", None)
+    with weight_gradients_beside() as ready:
+        assert kernels._WEIGHT_GRADIENTS is None
+        ready()

@@ -206,8 +206,9 @@ def _plain_loop(config: RLConfig, world: Path) -> dict:
 
 
 def train_rl_ours(config: RLConfig, world: Path) -> dict:
-    """Our trainer (``train_rl``: torch on one thread, the reward model beside it) into a
-    temporary folder; returns the loop's seconds as its log recorded them."""
+    """Our trainer (``train_rl``: torch on one thread, the reward model and the weight
+    gradients on a second) into a temporary folder; returns the loop's seconds as its log
+    recorded them."""
     with tempfile.TemporaryDirectory(prefix="rate-bench-rl-") as tmp:
         last = train_rl(config, world, Path(tmp) / "run")
     return {"elapsed_s": last["elapsed_s"], "proxy_reward": last["proxy_reward"], "kl": last["kl"]}

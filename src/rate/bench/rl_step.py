@@ -10,7 +10,8 @@ the trainer's own passes (traced as it traces them, ``rate.tinyrlhf.traced``); t
 the same process, each kernel change against what it replaced (the attention softmax over
 14 keys against the padded one, torch's linear layer against oneDNN's), each traced pass
 against its eager module, and a
-whole run's step with the reward model beside the policy's passes against in turn, and
+whole run's step with a second thread (the reward model beside the policy's passes, the
+weight gradients beside the backward pass) against everything in turn, and
 with the linear layers on torch's path against oneDNN's (RL's route depends on the CPU's
 vendor: ``rate.tinyrlhf.kernels.rl_linear_route``). Nothing is asserted: it prints what it
 measured.
@@ -125,7 +126,7 @@ def best_step_ms(
                 for name, (beside, on_torch) in settings.items():
                     kernels.RL_ON_TORCH = on_torch
                     run = Path(tmp) / "run"
-                    last = train_rl(config, world, run, overwrite=True, reward_beside=beside)
+                    last = train_rl(config, world, run, overwrite=True, second_thread=beside)
                     best[name] = min(best[name], last["elapsed_s"] / steps * 1e3)
     finally:
         kernels.RL_ON_TORCH = route
@@ -133,8 +134,9 @@ def best_step_ms(
 
 
 def beside_against_in_turn(world: Path, steps: int, rounds: int = 3) -> tuple[float, float]:
-    """Mean ms of a whole run's step with the reward model beside the policy's passes (the
-    trainer outside a pool's worker) and in turn (inside one), on RL's own route."""
+    """Mean ms of a whole run's step with its second thread (the reward model beside the
+    policy's passes, the weight gradients beside the backward pass: the trainer outside a
+    pool's worker) and everything in turn (inside one), on RL's own route."""
     route = kernels.RL_ON_TORCH
     best = best_step_ms(world, steps, rounds, {"beside": (True, route), "in turn": (False, route)})
     return best["beside"], best["in turn"]
@@ -271,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {what} | {eager:.2f} | {traced:.2f} | {eager / traced:.2f}x |")
     beside, in_turn = beside_against_in_turn(args.world, args.steps)
     print(
-        f"\nwhole step, the reward model beside / in turn: {beside:.2f} / {in_turn:.2f} ms "
+        f"\nwhole step, a second thread / in turn: {beside:.2f} / {in_turn:.2f} ms "
         f"({in_turn / beside:.2f}x)"
     )
     routes = linear_routes(args.world, args.steps)

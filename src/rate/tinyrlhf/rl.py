@@ -17,7 +17,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +32,7 @@ from rate.progress import progress
 from rate.schema import flat_assignments, from_dict, opt, to_dict
 from rate.suggest import unknown_name_message
 from rate.tinyrlhf.data import PromptPool, load_prompts
-from rate.tinyrlhf.kernels import rl_linear_route
+from rate.tinyrlhf.kernels import rl_linear_route, weight_gradients_beside
 from rate.tinyrlhf.models import Policy, RewardModel, load_policy, load_reward_model, save_model
 from rate.tinyrlhf.optim import flat_parameters
 from rate.tinyrlhf.sampling import (
@@ -326,7 +326,7 @@ def train_rl(
     world: Path,
     out: Path,
     overwrite: bool = False,
-    reward_beside: bool | None = None,
+    second_thread: bool | None = None,
 ) -> dict:
     """Run RL and write run_config.json, log.jsonl and checkpoint/ (plus checkpoints/ if asked).
 
@@ -338,8 +338,11 @@ def train_rl(
     between kernels (``rate`` sets OMP_WAIT_POLICY=PASSIVE, which shared machines need), a
     second one made a step slower, not faster (experiments/RESULTS.md, "Faster RL: one
     step"), and one makes a run's numbers the same alone, in a worker or beside other runs.
-    The reward model scores on a second thread (:func:`reward_scorer`) if ``reward_beside``,
-    which by default it does outside a pool's worker; the numbers are the same either way.
+    With ``second_thread`` (by default outside a pool's worker, whose siblings have the other
+    CPUs) the reward model scores on a second thread (:func:`reward_scorer`) and the policy's
+    weight gradients are computed there too
+    (:func:`rate.tinyrlhf.kernels.weight_gradients_beside`); the numbers are the same either
+    way.
     Linear layers take RL's route (:func:`rate.tinyrlhf.kernels.rl_linear_route`: torch's
     path on Intel CPUs, 1.10x faster a step there).
     """
@@ -354,7 +357,7 @@ def train_rl(
     with folder_lock(out.parent, busy, name=run_lock_name(out)):
         _refuse_finished(out, overwrite)  # again: it may have finished while this one loaded
         out.mkdir(parents=True, exist_ok=True)
-        beside = not in_worker() if reward_beside is None else reward_beside
+        beside = not in_worker() if second_thread is None else second_thread
         with single_thread(), rl_linear_route():
             return _train(config, inputs, world, out, beside)
 
@@ -406,7 +409,7 @@ def start_training(
     return flat, torch.optim.Adam([flat], lr=config.lr, fused=True)
 
 
-def _train(config: RLConfig, inputs: RLInputs, world: Path, out: Path, reward_beside: bool) -> dict:
+def _train(config: RLConfig, inputs: RLInputs, world: Path, out: Path, second_thread: bool) -> dict:
     """The loop of :func:`train_rl`, with the run folder's lock held."""
     keep_freed_memory()
     torch.manual_seed(config.seed)
@@ -424,7 +427,16 @@ def _train(config: RLConfig, inputs: RLInputs, world: Path, out: Path, reward_be
     traced = TracedPasses.of(inputs, config)
     start = time.perf_counter()
     last: dict = {}
-    with reward_scorer(reward_beside) as submit, open(log_path, "a") as log_file:
+    # The second thread's other job: the policy's weight gradients, while the backward pass
+    # goes on (by then the reward model's scores are in). A run alone: 400 steps in 9.3-10.5
+    # against 10.6-13.2 s, the same run to the bit (experiments/RESULTS.md, "The world build:
+    # weight gradients beside").
+    weights_beside = weight_gradients_beside() if second_thread else nullcontext(lambda: None)
+    with (
+        reward_scorer(second_thread) as submit,
+        weights_beside as gradients_ready,
+        open(log_path, "a") as log_file,
+    ):
         for step in progress(range(1, config.steps + 1), desc="rl", total=config.steps):
             idx = sampler.draw(config.batch_prompts, gen)
             prompts = inputs.pool.tokens[idx]  # (B, 6); its k samples follow each other
@@ -450,6 +462,7 @@ def _train(config: RLConfig, inputs: RLInputs, world: Path, out: Path, reward_be
             loss = -(advantage * logp.sum(-1)).mean()
             flat.grad.zero_()  # the parameters' gradients are views of it: kept, not freed
             loss.backward()
+            gradients_ready()
             torch.nn.utils.clip_grad_norm_(flat, config.max_grad_norm)
             opt.step()
 

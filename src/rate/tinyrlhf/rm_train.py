@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from rate.heap import keep_freed_memory
 from rate.parallel import single_thread
 from rate.progress import progress
+from rate.tinyrlhf.kernels import weight_gradients_beside
 from rate.tinyrlhf.models import RewardModel, RewardModelConfig
 from rate.tinyrlhf.optim import flat_parameters
 
@@ -41,7 +42,7 @@ def train_reward_model(
     opt = torch.optim.Adam([flat], lr=lr, fused=True)
     n = len(prompts)
     history = []
-    with single_thread():
+    with single_thread(), weight_gradients_beside() as gradients_ready:
         for epoch in progress(range(epochs), desc="reward model"):
             order = torch.randperm(n, generator=gen)
             total = torch.zeros((), dtype=torch.float64)  # a tensor: one .item() an epoch
@@ -50,6 +51,7 @@ def train_reward_model(
                 loss = F.mse_loss(rm(prompts[idx], responses[idx]), labels[idx])
                 flat.grad.zero_()
                 loss.backward()
+                gradients_ready()
                 opt.step()
                 total += loss.detach() * len(idx)
             mse = total.item() / n

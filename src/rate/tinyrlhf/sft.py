@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from rate.heap import keep_freed_memory
 from rate.parallel import single_thread
 from rate.progress import progress
+from rate.tinyrlhf.kernels import weight_gradients_beside
 from rate.tinyrlhf.models import Policy, PolicyConfig
 from rate.tinyrlhf.optim import flat_parameters
 
@@ -40,7 +41,7 @@ def train_sft(
         opt, max_lr=lr, total_steps=steps_total, pct_start=0.1
     )
     history = []
-    with single_thread():
+    with single_thread(), weight_gradients_beside() as gradients_ready:
         for epoch in progress(range(epochs), desc="sft"):
             order = torch.randperm(n, generator=gen)
             total, count = torch.zeros((), dtype=torch.float64), 0  # one .item() an epoch
@@ -52,6 +53,7 @@ def train_sft(
                 )
                 flat.grad.zero_()
                 loss.backward()
+                gradients_ready()
                 opt.step()
                 sched.step()
                 total += loss.detach() * len(idx)

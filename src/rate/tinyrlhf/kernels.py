@@ -202,11 +202,12 @@ def weight_gradients_beside() -> Iterator[Callable[[], None]]:
     this repository's AMD EPYC: 27.4-27.6 against 22.0-24.9 ms a step, the same weights to the
     bit (experiments/RESULTS.md, "The world build: weight gradients beside").
 
-    Contract: each weight goes through :func:`linear` at most once per backward pass and
-    through no other op (no tied weights), with a ``.grad`` already there, zeroed, before
-    ``backward()``; otherwise its gradient is computed in the backward pass as before. Where
-    oneDNN is not used this does nothing. For the whole process while inside, as
-    :func:`rl_linear_route`.
+    Contract, not checked: each weight goes through :func:`linear` at most once per backward
+    pass and through no other op (no tied weights: another op's gradient would be added into
+    the same ``.grad`` from the other thread at the same time), with its ``.grad`` already
+    there and zeroed before ``backward()``. A weight without a ``.grad`` gets its gradient in
+    the backward pass, as outside. Where oneDNN is not used this does nothing. For the whole
+    process while inside, as :func:`rl_linear_route`.
     """
     global _WEIGHT_GRADIENTS
     if _ONEDNN_LINEAR is None or _WEIGHT_GRADIENTS is not None:  # nothing to do, or nested

@@ -343,14 +343,9 @@ def test_an_rl_run_scores_rewards_on_a_second_thread_outside_a_worker(
 
 
 def test_an_rl_run_is_the_same_to_the_bit_with_its_second_thread_or_without(
-    small_world, tmp_path, monkeypatch, onednn_route
+    small_world, tmp_path, monkeypatch, onednn_route, added
 ):
     monkeypatch.setattr(kernels, "RL_ON_TORCH", False)  # oneDNN's route, as on AMD CPUs
-    added = []
-    real_add = kernels.WeightGradients.add
-    monkeypatch.setattr(
-        kernels.WeightGradients, "add", lambda self, *a: (added.append(1), real_add(self, *a))
-    )
     config = load_rl_config(small_world / "configs" / "default.json", ["steps=6", "log_every=1"])
     runs = {}
     for second in (True, False):
@@ -403,9 +398,20 @@ def _no_weight_gradients_beside():
     yield lambda: None
 
 
+@pytest.fixture
+def added(monkeypatch) -> list[int]:
+    """One entry per weight gradient handed to the second thread."""
+    calls: list[int] = []
+    real_add = kernels.WeightGradients.add
+    monkeypatch.setattr(
+        kernels.WeightGradients, "add", lambda self, *a: (calls.append(1), real_add(self, *a))
+    )
+    return calls
+
+
 @pytest.mark.parametrize("trainer", ["reward model", "sft"])
 def test_weight_gradients_beside_train_the_same_model_to_the_bit(
-    onednn_route, monkeypatch, trainer
+    onednn_route, monkeypatch, trainer, added
 ):
     from rate.tinyrlhf import rm_train, sft
 
@@ -419,11 +425,6 @@ def test_weight_gradients_beside_train_the_same_model_to_the_bit(
             return sft.train_sft(prompts, responses, 2, 2e-3, 128, 0)[0]
         return rm_train.train_reward_model(prompts, responses, labels, 2, 2e-3, 128, 0)[0]
 
-    added = []
-    real_add = kernels.WeightGradients.add
-    monkeypatch.setattr(
-        kernels.WeightGradients, "add", lambda self, *a: (added.append(1), real_add(self, *a))
-    )
     beside = train()
     assert len(added) > 0  # the weight gradients did go to the second thread
     for module in (rm_train, sft):

@@ -198,9 +198,9 @@ def weight_gradients_beside() -> Iterator[Callable[[], None]]:
 
     For trainers on one thread with a second CPU free (SFT and the reward model in the world
     build): their backward passes are a chain of layers that waits on each input gradient,
-    which leaves the weight gradients free to run beside. Reward-model training, 3 epochs on
-    this repository's AMD EPYC: 27.4-27.6 against 22.0-24.9 ms a step, the same weights to the
-    bit (experiments/RESULTS.md, "The world build: weight gradients beside").
+    which leaves the weight gradients free to run beside. The world build's reward-model
+    stage on this repository's AMD EPYC: 82 against 113 s, SFT 24 against 29 s, the same
+    weights to the bit (experiments/RESULTS.md, "The world build: weight gradients beside").
 
     Contract, not checked: each weight goes through :func:`linear` at most once per backward
     pass and through no other op (no tied weights: another op's gradient would be added into

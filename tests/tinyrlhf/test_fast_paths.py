@@ -169,15 +169,19 @@ def test_a_trace_is_kept_per_linear_route():
     assert {route for _, route, _ in decoding.traced.traces} == routes
 
 
-def test_the_traced_reward_model_and_reference_equal_the_eager_ones():
+@pytest.mark.parametrize("route", ["torch", "onednn"])
+def test_the_traced_reward_model_and_reference_equal_the_eager_ones(monkeypatch, route):
+    from rate.tinyrlhf import kernels
+
+    op = kernels._onednn_linear_op() if route == "onednn" else None
+    # CI's machines are x86 with oneDNN in torch's wheel: the route RL takes on AMD CPUs.
+    assert op is not None or route == "torch"
+    monkeypatch.setattr(kernels, "_ONEDNN_LINEAR", op)
     rm = trained_like(RewardModel(), 9)
     reward_of = Traced(rm, "reward model")
     pol = trained_like(Policy(), 10)
     reference_logprobs = Traced(ResponseLogprobs(pol, 4), "reference log-probs")
-    # On RL's route: oneDNN's linear layer, which takes RL's passes on AMD CPUs, cannot be
-    # traced, and there the passes run eagerly.
-    with torch.inference_mode(), rl_linear_route():
-        traceable = not onednn_available()
+    with torch.inference_mode():
         for n in (16, 64):  # below and above the reward model's (position, token) table
             p = prompts(n)
             r = torch.randint(0, N_SYLLABLES, (n * 4, RESPONSE_LEN))
@@ -187,8 +191,49 @@ def test_the_traced_reward_model_and_reference_equal_the_eager_ones():
             with torch.no_grad():
                 rm.head[2].bias.add_(1.0)  # an in-place change is seen by the trace
             assert torch.equal(reward_of(p4, r), rm(p4, r))
-    assert reward_of.is_traced() == reference_logprobs.is_traced() == traceable
+    # oneDNN's layer (64 x 4 rows of 14 tokens are past ONEDNN_MIN_ROWS) is traced too, as
+    # a call of a TorchScript function: the passes do not fall back to running eagerly.
+    assert reward_of.is_traced() and reference_logprobs.is_traced()
     assert len(reward_of.traces) == 2
+
+
+def test_a_decoding_in_halves_is_the_same_on_a_second_thread_or_in_turn():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rate.tinyrlhf.rl import side_thread
+
+    pol = trained_like(Policy(), 11)
+    flat_parameters(pol)
+    whole = TracedDecoding(pol, 0.9, repeats=8)
+    beside_rows = []
+    with ThreadPoolExecutor(1) as pool, side_thread(beside=False) as now:
+
+        def beside(fn, *args):
+            beside_rows.append(args[1].shape[0])  # the prompts decoded on the second thread
+            return pool.submit(fn, *args)
+
+        two_threads = TracedDecoding(pol, 0.9, repeats=8, beside=beside)
+        in_turn = TracedDecoding(pol, 0.9, repeats=8, beside=now)
+        for n in (16, 5, 1):  # RL's 16 prompts, halves of 2 and 3, nothing to split
+            p = prompts(n, seed=n)
+            got = sample(pol, p, 0.9, torch.Generator().manual_seed(n), 8, two_threads)
+            here = sample(pol, p, 0.9, torch.Generator().manual_seed(n), 8, in_turn)
+            assert same_samples(got, here)  # to the last bit: the same kernels on the same rows
+            one_batch = sample(pol, p, 0.9, torch.Generator().manual_seed(n), 8, whole)
+            assert torch.equal(got.responses, one_batch.responses)  # the same draws
+            # A half's matrix products may take another kernel than the whole batch's.
+            torch.testing.assert_close(got.logprobs, one_batch.logprobs, rtol=0, atol=1e-5)
+        # The half beside ran in inference mode, as the caller's half did.
+        assert all(mode for _, _, mode in two_threads.traced.traces)
+
+        def failing(fn, *args):
+            return pool.submit(lambda: 1 / 0)
+
+        broken = TracedDecoding(pol, 0.9, repeats=8, beside=failing)
+        with pytest.raises(ZeroDivisionError):
+            sample(pol, prompts(4), 0.9, torch.Generator().manual_seed(0), 8, broken)
+    assert beside_rows == [8, 3]
+    assert two_threads.traced.is_traced()
 
 
 @pytest.mark.parametrize("failure", ["raises", "differs"])

@@ -278,13 +278,12 @@ def test_the_step_benchmark_times_every_part(small_world):
         "attention softmax, 7,168 rows of 14 keys: torch / padded",
         "linear layer 1,792 x 96 -> 288: torch / oneDNN",
     ]
-    with rl_linear_route():
-        traceable = not onednn_available()  # oneDNN's linear layer is not traced
     pairs = traced_pairs(small_world, calls=2)
-    expected = ["decoding 128 rows: eager / traced"]
-    if traceable:
-        expected += ["reward model: eager / traced", "reference log-probs: eager / traced"]
-    assert [what for what, _, _ in pairs] == expected
+    assert [what for what, _, _ in pairs] == [  # on either route: oneDNN's layer is traced too
+        "decoding 128 rows: eager / traced",
+        "reward model: eager / traced",
+        "reference log-probs: eager / traced",
+    ]
     assert all(eager > 0 and traced > 0 for _, eager, traced in pairs)
     beside, in_turn = beside_against_in_turn(small_world, steps=2, rounds=1)
     assert beside > 0 and in_turn > 0
@@ -303,20 +302,20 @@ def test_a_benchmark_contender_runs_in_its_own_process(small_world):
         run_contender("anchor", small_world / "missing", 2, 1)
 
 
-def test_the_reward_scorer_runs_beside_or_here_and_raises_the_job_error():
+def test_the_side_thread_runs_jobs_beside_or_here_and_raises_the_job_error():
     import threading
 
-    from rate.tinyrlhf.rl import reward_scorer
+    from rate.tinyrlhf.rl import side_thread
 
     def where(x):
         return threading.current_thread().name, x * 2
 
-    with reward_scorer(beside=True) as submit:
+    with side_thread(beside=True) as submit:
         name, value = submit(where, 21).result()
-    assert name.startswith("rate-rl-reward") and value == 42
-    with reward_scorer(beside=False) as submit:
+    assert name.startswith("rate-rl-side") and value == 42
+    with side_thread(beside=False) as submit:
         assert submit(where, 21).result() == (threading.current_thread().name, 42)
-    with reward_scorer(beside=True) as submit:
+    with side_thread(beside=True) as submit:
         failed = submit(lambda: 1 / 0)
         with pytest.raises(ZeroDivisionError):
             failed.result()
@@ -339,7 +338,7 @@ def test_an_rl_run_scores_rewards_on_a_second_thread_outside_a_worker(
     monkeypatch.setattr(rl, "score", recording_score)
     config = load_rl_config(small_world / "configs" / "default.json", ["steps=3"])
     train_rl(config, small_world, tmp_path / "run")
-    assert len(names) == 3 and all(n.startswith("rate-rl-reward") for n in names)
+    assert len(names) == 3 and all(n.startswith("rate-rl-side") for n in names)
 
 
 def test_an_rl_run_is_the_same_to_the_bit_with_its_second_thread_or_without(
@@ -347,12 +346,21 @@ def test_an_rl_run_is_the_same_to_the_bit_with_its_second_thread_or_without(
 ):
     monkeypatch.setattr(kernels, "RL_ON_TORCH", False)  # oneDNN's route, as on AMD CPUs
     config = load_rl_config(small_world / "configs" / "default.json", ["steps=6", "log_every=1"])
+    from rate.tinyrlhf.sampling import TracedDecoding
+
+    split = []
+    real_there = TracedDecoding._decode_there
+    monkeypatch.setattr(
+        TracedDecoding, "_decode_there", lambda *a: (split.append(1), real_there(*a))[1]
+    )
     runs = {}
     for second in (True, False):
         added.clear()
+        split.clear()
         out = tmp_path / f"second-{second}"
         train_rl(config, small_world, out, second_thread=second)
         assert (len(added) > 0) is second  # the policy's weight gradients went beside, or not
+        assert len(split) == 6  # every decoding in halves, on the second thread or in turn
         logs = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
         runs[second] = (
             [{k: v for k, v in row.items() if k != "elapsed_s"} for row in logs],

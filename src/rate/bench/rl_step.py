@@ -5,12 +5,13 @@
 Times the default recipe's step in its parts (sampling, the reward model, the reference's
 log-probs, the policy's forward and backward pass, the optimiser) one after another, over
 ``--steps`` steps after 20 untimed ones, with the page faults a step takes (the trainer
-itself scores the reward beside the two passes, ``rate.tinyrlhf.rl.reward_scorer``), on
-the trainer's own passes (traced as it traces them, ``rate.tinyrlhf.traced``); then, in
-the same process, each kernel change against what it replaced (the attention softmax over
-14 keys against the padded one, torch's linear layer against oneDNN's), each traced pass
-against its eager module, and a
-whole run's step with a second thread (the reward model beside the policy's passes, the
+itself runs half of each decoding, the reward model and the weight gradients on a second
+thread, ``rate.tinyrlhf.rl.side_thread``), on the trainer's own passes (traced as it
+traces them, ``rate.tinyrlhf.traced``; the decoding in halves, here one after the other);
+then, in the same process, each kernel change against what it replaced (the attention
+softmax over 14 keys against the padded one, torch's linear layer against oneDNN's), each
+traced pass against its eager module, and a whole run's step with a second thread (half
+of each decoding beside the other, the reward model beside the policy's passes, the
 weight gradients beside the backward pass) against everything in turn, and
 with the linear layers on torch's path against oneDNN's (RL's route depends on the CPU's
 vendor: ``rate.tinyrlhf.kernels.rl_linear_route``). Nothing is asserted: it prints what it
@@ -41,6 +42,7 @@ from rate.tinyrlhf.rl import (
     load_rl_config,
     prepare,
     shaped_advantages,
+    side_thread,
     start_training,
     train_rl,
 )
@@ -69,7 +71,8 @@ def _step_parts(world: Path, steps: int) -> dict[str, float]:
     gen = torch.Generator().manual_seed(0)
     sampler = PromptSampler(inputs.pool, inputs.family_probs)
     k = config.samples_per_prompt
-    traced = TracedPasses.of(inputs, config)  # the trainer's own passes
+    with side_thread(beside=False) as in_turn:  # here, a job runs when it is submitted
+        traced = TracedPasses.of(inputs, config, in_turn)  # the trainer's passes, in turn
     totals = dict.fromkeys(PARTS, 0.0)
 
     def one_step(record: bool) -> None:

@@ -223,6 +223,28 @@ def weight_gradients_beside() -> Iterator[Callable[[], None]]:
         beside.close()
 
 
+_SCRIPTED_LINEAR: Callable[..., torch.Tensor] | None = None
+
+# TorchScript source, because the op's list argument needs TorchScript's own type ``number``.
+_ONEDNN_LINEAR_SCRIPT = """
+def onednn_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor], attr: str) -> Tensor:
+    no_scalars: List[Optional[number]] = []
+    return torch.ops.mkldnn._linear_pointwise(x, weight, bias, attr, no_scalars, "none")
+"""
+
+
+def _traceable_onednn_linear() -> Callable[..., torch.Tensor]:
+    """oneDNN's linear layer as a TorchScript function, ``(x, weight, bias, attr) -> y``,
+    which a trace records as one call. The op itself cannot be recorded (the tracer has no
+    type for its empty ``Scalar?[]`` argument); without this, RL's reward model and reference
+    pass ran eager on AMD CPUs, each op taking the interpreter lock that the policy's thread
+    wanted too. The same op on the same arguments: the same numbers."""
+    global _SCRIPTED_LINEAR
+    if _SCRIPTED_LINEAR is None:
+        _SCRIPTED_LINEAR = torch.jit.CompilationUnit(_ONEDNN_LINEAR_SCRIPT).onednn_linear
+    return _SCRIPTED_LINEAR
+
+
 def linear(
     x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, gelu: bool = False
 ) -> torch.Tensor:
@@ -240,6 +262,8 @@ def linear(
         x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad)
     )
     if not needs_grad:  # the GELU joins the same pass
+        if torch.jit.is_tracing():
+            return _traceable_onednn_linear()(x, weight, bias, "gelu" if gelu else "none")
         return _ONEDNN_LINEAR(x, weight, bias, "gelu" if gelu else "none", [], "none")
     y = _OneDNNLinear.apply(x, weight, bias)
     return F.gelu(y) if gelu else y

@@ -219,10 +219,17 @@ class TracedPasses:
     reference_logprobs: Traced
 
     @classmethod
-    def of(cls, inputs: RLInputs, config: RLConfig) -> TracedPasses:
+    def of(
+        cls,
+        inputs: RLInputs,
+        config: RLConfig,
+        beside: Callable[..., Future] | None = None,
+    ) -> TracedPasses:
+        """With ``beside`` (:func:`side_thread`'s submit, as the trainer passes it), each
+        decoding runs in two halves, the second by ``beside``."""
         k = config.samples_per_prompt
         return cls(
-            TracedDecoding(inputs.policy, config.temperature, k),
+            TracedDecoding(inputs.policy, config.temperature, k, beside),
             Traced(inputs.reward_model, "reward model"),
             Traced(ResponseLogprobs(inputs.reference, k), "reference log-probs"),
         )
@@ -339,8 +346,8 @@ def train_rl(
     second one made a step slower, not faster (experiments/RESULTS.md, "Faster RL: one
     step"), and one makes a run's numbers the same alone, in a worker or beside other runs.
     With ``second_thread`` (by default outside a pool's worker, whose siblings have the other
-    CPUs) the reward model scores on a second thread (:func:`reward_scorer`) and the policy's
-    weight gradients are computed there too
+    CPUs) a second thread (:func:`side_thread`) decodes half of each step's prompts, scores
+    the samples with the reward model, and computes the policy's weight gradients
     (:func:`rate.tinyrlhf.kernels.weight_gradients_beside`); the numbers are the same either
     way.
     Linear layers take RL's route (:func:`rate.tinyrlhf.kernels.rl_linear_route`: torch's
@@ -373,16 +380,18 @@ def _refuse_finished(out: Path, overwrite: bool) -> None:
 
 
 @contextmanager
-def reward_scorer(beside: bool) -> Iterator[Callable[..., Future]]:
+def side_thread(beside: bool) -> Iterator[Callable[..., Future]]:
     """``submit(fn, *args)`` -> a future of ``fn(*args)``: run on a second thread when
     ``beside``, else here and now.
 
-    In RL the reward model scores a step's samples beside the reference's and the policy's
-    passes, which need nothing of each other: 16.4 against 19.7 ms a step (``python -m
-    rate.bench.rl_step``). torch runs each op on the thread that calls it (one intra-op
-    thread), so the scores are the same either way, bit for bit, and nothing spins while it
-    waits. Not by default in a pool's worker, whose siblings have the other CPUs (there two
-    runs at once were slower this way, in one comparison).
+    In RL it decodes half of a step's prompts beside the other half
+    (:class:`~rate.tinyrlhf.sampling.TracedDecoding`), then the reward model scores the
+    samples beside the reference's and the policy's passes, which need nothing of each
+    other: 16.4 against 19.7 ms a step (``python -m rate.bench.rl_step``). torch runs each op
+    on the thread that calls it (one intra-op thread), so the results are the same either
+    way, bit for bit, and nothing spins while it waits. Not by default in a pool's worker,
+    whose siblings have the other CPUs (there two runs at once were slower this way, in one
+    comparison).
     """
     if not beside:
 
@@ -393,7 +402,7 @@ def reward_scorer(beside: bool) -> Iterator[Callable[..., Future]]:
 
         yield now
         return
-    with ThreadPoolExecutor(1, thread_name_prefix="rate-rl-reward") as pool:
+    with ThreadPoolExecutor(1, thread_name_prefix="rate-rl-side") as pool:
         yield pool.submit
 
 
@@ -424,19 +433,20 @@ def _train(config: RLConfig, inputs: RLInputs, world: Path, out: Path, second_th
     flat, opt = start_training(inputs, config)
     k = config.samples_per_prompt
     sampler = PromptSampler(inputs.pool, inputs.family_probs)
-    traced = TracedPasses.of(inputs, config)
     start = time.perf_counter()
     last: dict = {}
-    # The second thread's other job: the policy's weight gradients, while the backward pass
-    # goes on (by then the reward model's scores are in). A run alone: 400 steps in 9.3-10.5
+    # The second thread's jobs (its own pool each; they never overlap): half of each
+    # decoding, the reward model's scores, and the policy's weight gradients while the
+    # backward pass goes on (by then the scores are in). A run alone: 400 steps in 9.3-10.5
     # against 10.6-13.2 s, the same run to the bit (experiments/RESULTS.md, "The world build:
     # weight gradients beside").
     weights_beside = weight_gradients_beside() if second_thread else nullcontext(lambda: None)
     with (
-        reward_scorer(second_thread) as submit,
+        side_thread(second_thread) as submit,
         weights_beside as gradients_ready,
         open(log_path, "a") as log_file,
     ):
+        traced = TracedPasses.of(inputs, config, submit)  # decodings in halves, either way
         for step in progress(range(1, config.steps + 1), desc="rl", total=config.steps):
             idx = sampler.draw(config.batch_prompts, gen)
             prompts = inputs.pool.tokens[idx]  # (B, 6); its k samples follow each other

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import torch
@@ -85,7 +86,7 @@ Decoding = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tens
 class _DecodingModule(nn.Module):
     """:func:`decode` as a module, so that a trace takes the policy's weights as its
     parameters (read at each call) rather than as constants. The first block's table comes in
-    made: it may take oneDNN's linear layer (336 rows), whose call the tracer cannot record."""
+    made, once for both halves of a decoding."""
 
     def __init__(self, policy: Policy, temperature: float, repeats: int) -> None:
         super().__init__()
@@ -101,14 +102,50 @@ class TracedDecoding:
     """:func:`decode` for one policy, temperature and number of samples per prompt, run as a
     :class:`~rate.tinyrlhf.traced.Traced` trace: the same draws, faster (RL's 128 rows: 4.81
     against 5.76 ms a decoding on one thread of an Intel Xeon). Trace after
-    :func:`~rate.tinyrlhf.optim.flat_parameters`: the weights are read at each call."""
+    :func:`~rate.tinyrlhf.optim.flat_parameters`: the weights are read at each call.
 
-    def __init__(self, policy: Policy, temperature: float, repeats: int) -> None:
-        self.policy = policy
+    With ``beside`` (``submit(fn, *args)`` -> a future), the prompts are decoded in two
+    halves, the second by ``beside`` while this thread decodes the first. RL passes its
+    second thread's (:func:`rate.tinyrlhf.rl.side_thread`): at these sizes a decoding's time
+    is mostly per kernel, not per row, so half the rows take ~60% of the time (RL's 128 rows
+    on an AMD EPYC: 5.2 ms whole, 3.7-4.7 ms in halves on two threads). Each row is decoded
+    on its own (its own noise, keys and values), but a matrix product of fewer rows may take
+    another kernel: in small batches a half's logits differed from the whole batch's in the
+    last bits (1e-6), though not at RL's 16 prompts here. So RL decodes in halves wherever it
+    runs, on a second thread or in turn on one (a ``beside`` that runs the job at once), and
+    its numbers do not depend on which.
+    """
+
+    def __init__(
+        self,
+        policy: Policy,
+        temperature: float,
+        repeats: int,
+        beside: Callable[..., Future] | None = None,
+    ) -> None:
+        self.policy, self.repeats, self.beside = policy, repeats, beside
         self.traced = Traced(_DecodingModule(policy, temperature, repeats), "decoding")
 
     def __call__(self, prompts: torch.Tensor, noise: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        return self.traced(prompts, noise, Decoder.first_rows_of(self.policy))
+        first_rows = Decoder.first_rows_of(self.policy)
+        half = prompts.shape[0] // 2
+        if self.beside is None or half == 0:
+            return self.traced(prompts, noise, first_rows)
+        rows = half * self.repeats  # noise is (RESPONSE_LEN, rows, n_out), rows prompt by prompt
+        theirs = self.beside(
+            self._decode_there,
+            torch.is_inference_mode_enabled(),
+            prompts[half:],
+            noise[:, rows:],
+            first_rows,
+        )
+        mine = self.traced(prompts[:half], noise[:, :rows], first_rows)
+        return tuple(torch.cat(pair) for pair in zip(mine, theirs.result(), strict=True))
+
+    def _decode_there(self, inference: bool, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        # Inference mode is per thread: the second thread takes the caller's (see _sample).
+        with torch.inference_mode(inference):
+            return self.traced(*inputs)
 
 
 @torch.inference_mode()

@@ -12,8 +12,11 @@ passes as TorchScript traces").
 A trace records the kernels its first call ran, branches included (the linear route, the
 shapes), so :class:`Traced` keeps one per input shapes and route, and checks each one's first
 call against the eager module to the last bit. Where tracing fails (a torch without
-TorchScript, an op the tracer cannot record, such as oneDNN's linear layer in
-:mod:`rate.tinyrlhf.kernels`) or differs, the module runs eagerly, with the same results.
+TorchScript, an op the tracer cannot record) or differs, the module runs eagerly, with the
+same results. oneDNN's linear layer (:mod:`rate.tinyrlhf.kernels`), which the tracer cannot
+record as an op, goes into a trace as a call of a TorchScript function: on AMD CPUs, where
+RL takes it, the reward model and the reference pass would otherwise run eager, each op
+taking the interpreter lock that the policy's thread needs too.
 """
 
 from __future__ import annotations

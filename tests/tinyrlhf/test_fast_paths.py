@@ -236,6 +236,39 @@ def test_a_decoding_in_halves_is_the_same_on_a_second_thread_or_in_turn():
     assert two_threads.traced.is_traced()
 
 
+def test_two_threads_wanting_the_same_trace_make_it_once(monkeypatch):
+    import threading
+    import time
+
+    pol = trained_like(Policy(), 12)
+    reference_logprobs = Traced(ResponseLogprobs(pol, 2), "reference log-probs")
+    made = []
+    real_trace = Traced._trace
+
+    def slow_trace(self, inputs):
+        made.append(1)
+        time.sleep(0.2)  # long enough that the other thread asks while this one traces
+        return real_trace(self, inputs)
+
+    monkeypatch.setattr(Traced, "_trace", slow_trace)
+    p, r = prompts(3), torch.randint(0, N_SYLLABLES, (6, RESPONSE_LEN))
+    start = threading.Barrier(2)
+    results = []
+
+    def call():
+        start.wait()
+        with torch.inference_mode():
+            results.append(reference_logprobs(p, r))
+
+    threads = [threading.Thread(target=call) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(made) == 1 and len(reference_logprobs.traces) == 1
+    assert len(results) == 2 and torch.equal(results[0], results[1])
+
+
 @pytest.mark.parametrize("failure", ["raises", "differs"])
 def test_a_pass_stays_eager_where_its_trace_fails_or_differs(monkeypatch, caplog, failure):
     pol = trained_like(Policy(), 8)

@@ -321,6 +321,24 @@ def test_the_side_thread_runs_jobs_beside_or_here_and_raises_the_job_error():
             failed.result()
 
 
+def test_the_side_thread_runs_on_the_callers_thread_count_from_its_first_op():
+    import ctypes
+    import os
+
+    from rate.parallel import single_thread
+    from rate.tinyrlhf.rl import side_thread
+
+    # torch's own library, which brings OpenMP and MKL (symbols found through it).
+    lib = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"))
+    assert os.cpu_count() > 1  # else a new thread's default would be 1 anyway
+
+    def counts():  # before any torch op on this thread
+        return lib.omp_get_max_threads(), lib.mkl_get_max_threads()
+
+    with single_thread(), side_thread(beside=True) as submit:
+        assert submit(counts).result() == (1, 1)
+
+
 def test_an_rl_run_scores_rewards_on_a_second_thread_outside_a_worker(
     small_world, tmp_path, monkeypatch
 ):
@@ -341,10 +359,14 @@ def test_an_rl_run_scores_rewards_on_a_second_thread_outside_a_worker(
     assert len(names) == 3 and all(n.startswith("rate-rl-side") for n in names)
 
 
+@pytest.mark.parametrize("halves", [True, False])
 def test_an_rl_run_is_the_same_to_the_bit_with_its_second_thread_or_without(
-    small_world, tmp_path, monkeypatch, onednn_route, added
+    small_world, tmp_path, monkeypatch, onednn_route, added, halves
 ):
+    from rate.tinyrlhf import rl
+
     monkeypatch.setattr(kernels, "RL_ON_TORCH", False)  # oneDNN's route, as on AMD CPUs
+    monkeypatch.setattr(rl, "DECODE_IN_HALVES", halves)  # as on AMD CPUs, or on Intel's
     config = load_rl_config(small_world / "configs" / "default.json", ["steps=6", "log_every=1"])
     from rate.tinyrlhf.sampling import TracedDecoding
 
@@ -360,7 +382,7 @@ def test_an_rl_run_is_the_same_to_the_bit_with_its_second_thread_or_without(
         out = tmp_path / f"second-{second}"
         train_rl(config, small_world, out, second_thread=second)
         assert (len(added) > 0) is second  # the policy's weight gradients went beside, or not
-        assert len(split) == 6  # every decoding in halves, on the second thread or in turn
+        assert len(split) == (6 if halves else 0)  # on the second thread or in turn
         logs = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
         runs[second] = (
             [{k: v for k, v in row.items() if k != "elapsed_s"} for row in logs],

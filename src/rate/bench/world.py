@@ -217,7 +217,7 @@ def render_world(r: dict, date: str | None) -> list[str]:
         "beside the policy's passes and for the weight gradients beside the backward pass",
         "(`rate.tinyrlhf.kernels.weight_gradients_beside`), its decoding, reward model and",
         "reference pass as TorchScript traces made in its first step, inside the timing",
-        "(`rate.tinyrlhf.traced`, ~0.2 s a run). The plain loop and ours take RL's route for",
+        "(`rate.tinyrlhf.traced`, ~0.25 s a run). The plain loop and ours take RL's route for",
         "linear layers: torch's path on Intel CPUs, oneDNN on others",
         "(`rate.tinyrlhf.kernels.rl_linear_route`; a trace records oneDNN's layer as a call",
         "of a TorchScript function). Each runs in a fresh process",

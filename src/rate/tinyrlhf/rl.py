@@ -32,7 +32,7 @@ from rate.progress import progress
 from rate.schema import flat_assignments, from_dict, opt, to_dict
 from rate.suggest import unknown_name_message
 from rate.tinyrlhf.data import PromptPool, load_prompts
-from rate.tinyrlhf.kernels import rl_linear_route, weight_gradients_beside
+from rate.tinyrlhf.kernels import cpu_vendor, rl_linear_route, weight_gradients_beside
 from rate.tinyrlhf.models import Policy, RewardModel, load_policy, load_reward_model, save_model
 from rate.tinyrlhf.optim import flat_parameters
 from rate.tinyrlhf.sampling import (
@@ -207,6 +207,16 @@ class RLInputs:
     wrapper: RewardTransform | None
 
 
+# Whether RL decodes in two halves (:class:`~rate.tinyrlhf.sampling.TracedDecoding`), the
+# second on its second thread. Fixed per CPU, as the linear route is: measured faster on an
+# AMD EPYC (400 steps: median 8.15 against 9.02 s, experiments/RESULTS.md, "Faster RL: the
+# reward model traced on AMD, the decoding in halves"); on an Intel Xeon two threads
+# decoding halves were slower than one decoding the whole (6.0 against 4.5 ms, 2026-12-03),
+# so there a decoding stays whole. Either way a run's numbers do not depend on whether it
+# has a second thread.
+DECODE_IN_HALVES = cpu_vendor() != "GenuineIntel"
+
+
 @dataclass(frozen=True)
 class TracedPasses:
     """The passes of an RL step whose shapes stay the same, run as TorchScript traces
@@ -346,8 +356,9 @@ def train_rl(
     second one made a step slower, not faster (experiments/RESULTS.md, "Faster RL: one
     step"), and one makes a run's numbers the same alone, in a worker or beside other runs.
     With ``second_thread`` (by default outside a pool's worker, whose siblings have the other
-    CPUs) a second thread (:func:`side_thread`) decodes half of each step's prompts, scores
-    the samples with the reward model, and computes the policy's weight gradients
+    CPUs) a second thread (:func:`side_thread`) decodes half of each step's prompts (where
+    :data:`DECODE_IN_HALVES`), scores the samples with the reward model, and computes the
+    policy's weight gradients
     (:func:`rate.tinyrlhf.kernels.weight_gradients_beside`); the numbers are the same either
     way.
     Linear layers take RL's route (:func:`rate.tinyrlhf.kernels.rl_linear_route`: torch's
@@ -384,10 +395,11 @@ def side_thread(beside: bool) -> Iterator[Callable[..., Future]]:
     """``submit(fn, *args)`` -> a future of ``fn(*args)``: run on a second thread when
     ``beside``, else here and now.
 
-    In RL it decodes half of a step's prompts beside the other half
-    (:class:`~rate.tinyrlhf.sampling.TracedDecoding`), then the reward model scores the
-    samples beside the reference's and the policy's passes, which need nothing of each
-    other: 16.4 against 19.7 ms a step (``python -m rate.bench.rl_step``). torch runs each op
+    In RL it decodes half of a step's prompts beside the other half (where
+    :data:`DECODE_IN_HALVES`; :class:`~rate.tinyrlhf.sampling.TracedDecoding`), then the
+    reward model scores the samples beside the reference's and the policy's passes, which
+    need nothing of each other: 16.4 against 19.7 ms a step (``python -m
+    rate.bench.rl_step``). torch runs each op
     on the thread that calls it (one intra-op thread), so the results are the same either
     way, bit for bit, and nothing spins while it waits. Not by default in a pool's worker,
     whose siblings have the other CPUs (there two runs at once were slower this way, in one
@@ -402,7 +414,15 @@ def side_thread(beside: bool) -> Iterator[Callable[..., Future]]:
 
         yield now
         return
-    with ThreadPoolExecutor(1, thread_name_prefix="rate-rl-side") as pool:
+    # A new thread's OpenMP and MKL take every CPU until torch's first parallel op in it
+    # (checked with mkl_get_max_threads): its first matrix products would compete with this
+    # thread's. It takes this one's count from the start.
+    with ThreadPoolExecutor(
+        1,
+        thread_name_prefix="rate-rl-side",
+        initializer=torch.set_num_threads,
+        initargs=(torch.get_num_threads(),),
+    ) as pool:
         yield pool.submit
 
 
@@ -446,7 +466,8 @@ def _train(config: RLConfig, inputs: RLInputs, world: Path, out: Path, second_th
         weights_beside as gradients_ready,
         open(log_path, "a") as log_file,
     ):
-        traced = TracedPasses.of(inputs, config, submit)  # decodings in halves, either way
+        # In halves wherever the run is (on the second thread, or in turn in a worker).
+        traced = TracedPasses.of(inputs, config, submit if DECODE_IN_HALVES else None)
         for step in progress(range(1, config.steps + 1), desc="rl", total=config.steps):
             idx = sampler.draw(config.batch_prompts, gen)
             prompts = inputs.pool.tokens[idx]  # (B, 6); its k samples follow each other

@@ -111,9 +111,10 @@ class TracedDecoding:
     on an AMD EPYC: 5.2 ms whole, 3.7-4.7 ms in halves on two threads). Each row is decoded
     on its own (its own noise, keys and values), but a matrix product of fewer rows may take
     another kernel: in small batches a half's logits differed from the whole batch's in the
-    last bits (1e-6), though not at RL's 16 prompts here. So RL decodes in halves wherever it
-    runs, on a second thread or in turn on one (a ``beside`` that runs the job at once), and
-    its numbers do not depend on which.
+    last bits (1e-6), though not at RL's 16 prompts here. So where RL decodes in halves
+    (:data:`rate.tinyrlhf.rl.DECODE_IN_HALVES`) it does wherever it runs, on a second thread
+    or in turn on one (a ``beside`` that runs the job at once), and its numbers do not
+    depend on which.
     """
 
     def __init__(

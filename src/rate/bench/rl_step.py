@@ -37,7 +37,6 @@ from rate.heap import keep_freed_memory
 from rate.tinyrlhf import kernels
 from rate.tinyrlhf.kernels import attention_weights, cpu_vendor, rl_linear_route
 from rate.tinyrlhf.rl import (
-    DECODE_IN_HALVES,
     PromptSampler,
     TracedPasses,
     load_rl_config,
@@ -73,8 +72,7 @@ def _step_parts(world: Path, steps: int) -> dict[str, float]:
     sampler = PromptSampler(inputs.pool, inputs.family_probs)
     k = config.samples_per_prompt
     with side_thread(beside=False) as in_turn:  # here, a job runs when it is submitted
-        # The trainer's passes, in turn (its decoding in halves where it decodes so).
-        traced = TracedPasses.of(inputs, config, in_turn if DECODE_IN_HALVES else None)
+        traced = TracedPasses.of(inputs, config, in_turn)  # the trainer's passes, in turn
     totals = dict.fromkeys(PARTS, 0.0)
 
     def one_step(record: bool) -> None:

@@ -236,10 +236,12 @@ class TracedPasses:
         beside: Callable[..., Future] | None = None,
     ) -> TracedPasses:
         """With ``beside`` (:func:`side_thread`'s submit, as the trainer passes it), each
-        decoding runs in two halves, the second by ``beside``."""
+        decoding runs in two halves, the second by ``beside``, where
+        :data:`DECODE_IN_HALVES`; without, or elsewhere, whole."""
         k = config.samples_per_prompt
+        halves_beside = beside if DECODE_IN_HALVES else None
         return cls(
-            TracedDecoding(inputs.policy, config.temperature, k, beside),
+            TracedDecoding(inputs.policy, config.temperature, k, halves_beside),
             Traced(inputs.reward_model, "reward model"),
             Traced(ResponseLogprobs(inputs.reference, k), "reference log-probs"),
         )
@@ -399,11 +401,10 @@ def side_thread(beside: bool) -> Iterator[Callable[..., Future]]:
     :data:`DECODE_IN_HALVES`; :class:`~rate.tinyrlhf.sampling.TracedDecoding`), then the
     reward model scores the samples beside the reference's and the policy's passes, which
     need nothing of each other: 16.4 against 19.7 ms a step (``python -m
-    rate.bench.rl_step``). torch runs each op
-    on the thread that calls it (one intra-op thread), so the results are the same either
-    way, bit for bit, and nothing spins while it waits. Not by default in a pool's worker,
-    whose siblings have the other CPUs (there two runs at once were slower this way, in one
-    comparison).
+    rate.bench.rl_step``). torch runs each op on the thread that calls it (one intra-op
+    thread), so the results are the same either way, bit for bit, and nothing spins while it
+    waits. Not by default in a pool's worker, whose siblings have the other CPUs (there two
+    runs at once were slower this way, in one comparison).
     """
     if not beside:
 
@@ -455,7 +456,7 @@ def _train(config: RLConfig, inputs: RLInputs, world: Path, out: Path, second_th
     sampler = PromptSampler(inputs.pool, inputs.family_probs)
     start = time.perf_counter()
     last: dict = {}
-    # The second thread's jobs (its own pool each; they never overlap): half of each
+    # The second thread's jobs (two pools, never busy at once): half of each
     # decoding, the reward model's scores, and the policy's weight gradients while the
     # backward pass goes on (by then the scores are in). A run alone: 400 steps in 9.3-10.5
     # against 10.6-13.2 s, the same run to the bit (experiments/RESULTS.md, "The world build:
@@ -466,8 +467,8 @@ def _train(config: RLConfig, inputs: RLInputs, world: Path, out: Path, second_th
         weights_beside as gradients_ready,
         open(log_path, "a") as log_file,
     ):
-        # In halves wherever the run is (on the second thread, or in turn in a worker).
-        traced = TracedPasses.of(inputs, config, submit if DECODE_IN_HALVES else None)
+        # Decodings in halves wherever the run is: on the second thread, or in turn here.
+        traced = TracedPasses.of(inputs, config, submit)
         for step in progress(range(1, config.steps + 1), desc="rl", total=config.steps):
             idx = sampler.draw(config.batch_prompts, gen)
             prompts = inputs.pool.tokens[idx]  # (B, 6); its k samples follow each other

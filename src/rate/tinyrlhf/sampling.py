@@ -108,10 +108,10 @@ class TracedDecoding:
     halves, the second by ``beside`` while this thread decodes the first. RL passes its
     second thread's (:func:`rate.tinyrlhf.rl.side_thread`): at these sizes a decoding's time
     is mostly per kernel, not per row, so half the rows take ~60% of the time (RL's 128 rows
-    on an AMD EPYC: 5.2 ms whole, 3.7-4.7 ms in halves on two threads). Each row is decoded
-    on its own (its own noise, keys and values), but a matrix product of fewer rows may take
-    another kernel: in small batches a half's logits differed from the whole batch's in the
-    last bits (1e-6), though not at RL's 16 prompts here. So where RL decodes in halves
+    on an AMD EPYC: 5.0-5.6 ms whole, most often 3.7-4.7 ms in halves on two threads). Each
+    row is decoded on its own (its own noise, keys and values), but a matrix product of fewer
+    rows may take another kernel: in small batches a half's logits differed from the whole
+    batch's in the last bits (up to 2.4e-6), though not at RL's 16 prompts here. So where RL decodes in halves
     (:data:`rate.tinyrlhf.rl.DECODE_IN_HALVES`) it does wherever it runs, on a second thread
     or in turn on one (a ``beside`` that runs the job at once), and its numbers do not
     depend on which.

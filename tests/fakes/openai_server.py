@@ -259,23 +259,31 @@ class FakeOpenAIServer:
     def _dispatch(self, h: BaseHTTPRequestHandler) -> None:
         req = self._receive(h)
         try:
-            fault = req.fault
-            delay = self.delay_s + float(fault.get("delay_s", 0))
-            if delay:
-                time.sleep(delay)
-            if fault.get("drop"):
-                h.close_connection = True  # no response at all: the client sees a disconnect
-                return
-            try:
-                reply = self._reply(req)
-            except Exception as err:  # a bug in a handler: answer it rather than hang up
-                log.exception("fake OpenAI server: handler for %s %s failed", req.method, req.path)
-                self.errors.append(f"{type(err).__name__}: {err}")
-                reply = error_reply(500, f"fake server bug: {err}", "server_error")
-            self._send(h, reply)
+            reply = self._answer(req)
         finally:
+            # A request stops counting before its reply is written: a client may send its next
+            # request the moment it reads this reply, before this thread runs again.
             with self._lock:
                 self._in_flight -= 1
+        if reply is None:
+            h.close_connection = True  # no response at all: the client sees a disconnect
+            return
+        self._send(h, reply)
+
+    def _answer(self, req: ReceivedRequest) -> Reply | None:
+        """The reply to ``req`` after its delay, or None for a dropped connection."""
+        fault = req.fault
+        delay = self.delay_s + float(fault.get("delay_s", 0))
+        if delay:
+            time.sleep(delay)
+        if fault.get("drop"):
+            return None
+        try:
+            return self._reply(req)
+        except Exception as err:  # a bug in a handler: answer it rather than hang up
+            log.exception("fake OpenAI server: handler for %s %s failed", req.method, req.path)
+            self.errors.append(f"{type(err).__name__}: {err}")
+            return error_reply(500, f"fake server bug: {err}", "server_error")
 
     def _reply(self, req: ReceivedRequest) -> Reply:
         fault = req.fault

@@ -98,6 +98,23 @@ def test_concurrency_one_sends_one_request_at_a_time(server):
     assert server.max_in_flight == 1
 
 
+def test_a_request_is_not_in_flight_once_its_reply_is_written(monkeypatch):
+    """The fake's count must not race the client: a handler thread that is slow to run again
+    after writing its reply (as under load) must not make one-at-a-time requests look like two.
+    """
+    write = FakeOpenAIServer._send
+
+    def write_then_stall(h, reply):
+        write(h, reply)
+        time.sleep(0.05)  # the client reads the reply and sends its next request meanwhile
+
+    monkeypatch.setattr(FakeOpenAIServer, "_send", staticmethod(write_then_stall))
+    with FakeOpenAIServer() as srv:
+        reqs = requests(3)
+        assert make(srv.base_url, concurrency=1).rewrite(reqs) == expected(reqs)
+    assert srv.max_in_flight == 1
+
+
 def test_no_requests_makes_no_calls(server):
     assert make(server.base_url).rewrite([]) == []
     assert server.counts[CHAT_PATH] == 0

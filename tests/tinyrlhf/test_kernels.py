@@ -506,6 +506,33 @@ def test_weight_gradients_beside_raise_the_threads_error_at_wait(onednn_route, m
     assert kernels._WEIGHT_GRADIENTS is None
 
 
+def test_weight_gradients_beside_refuse_a_weight_that_another_op_also_uses(onednn_route):
+    """Tied weights (here a penalty on the weight) would have autograd add into the .grad
+    the second thread is writing: the backward pass stops before it does."""
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(300, 16, generator=gen, requires_grad=True)
+    w = torch.randn(8, 16, generator=gen).requires_grad_()
+    w.grad = torch.zeros_like(w)
+    with weight_gradients_beside() as ready:
+        linear(x, w, None).sum().backward()  # linear its only user: allowed
+        ready()
+        before = w.grad.clone()
+        with pytest.raises(kernels.WeightSharedError, match="another op"):
+            (linear(x, w, None).sum() + w.square().sum()).backward()
+        ready()
+        assert torch.equal(w.grad, 2 * before)  # only linear's gradient reached it
+    assert not w._backward_hooks  # the check goes with the context
+    (linear(x, w, None).sum() + w.square().sum()).backward()  # outside: allowed
+
+
+def test_weight_gradients_beside_refuse_a_weight_through_linear_twice(onednn_route):
+    x = torch.randn(300, 16, requires_grad=True)
+    w = torch.randn(16, 16).requires_grad_()
+    w.grad = torch.zeros_like(w)
+    with pytest.raises(kernels.WeightSharedError, match="twice"), weight_gradients_beside():
+        linear(linear(x, w, None), w, None).sum().backward()
+
+
 def test_weight_gradients_beside_do_nothing_without_onednn(monkeypatch):
     monkeypatch.setattr(kernels, "_ONEDNN_LINEAR", None)
     with weight_gradients_beside() as ready:

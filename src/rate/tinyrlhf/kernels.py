@@ -31,6 +31,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from torch.utils.hooks import RemovableHandle
 
 # The fewest rows that go to oneDNN. At 128 rows (a decoding step in RL) the two paths are
 # even, shape by shape, and a whole decoding was no faster on oneDNN; at 256 it wins.
@@ -123,7 +124,7 @@ class _OneDNNLinear(torch.autograd.Function):
             x_rows = x.reshape(-1, x.shape[-1])
             beside = _WEIGHT_GRADIENTS
             if beside is not None and weight.grad is not None:
-                beside.add(weight.grad, x_rows, grad_rows)  # dw stays None: the thread adds it
+                beside.add(weight, x_rows, grad_rows)  # dw stays None: the thread adds it
             else:
                 dw = _weight_gradient(x_rows, grad_rows, weight.shape)
         if ctx.needs_input_grad[0]:
@@ -151,6 +152,11 @@ class WeightGradients:
     can be computed beside the rest; each op still runs on one thread, the same kernel on the
     same operands, and each ``.grad`` (zeroed, as :func:`~rate.tinyrlhf.optim.flat_parameters`
     keeps it) receives the same single addition, so the trained model is the same to the bit.
+
+    The contract of :func:`weight_gradients_beside` is checked as the backward pass runs: a
+    weight sent here twice before :meth:`wait`, or one that another op also gives a gradient
+    (tied weights, a penalty on a weight), raises :class:`WeightSharedError` before autograd
+    would add into the ``.grad`` that this thread is writing.
     """
 
     def __init__(self, threads: int) -> None:
@@ -161,22 +167,61 @@ class WeightGradients:
             initargs=(threads,),
         )
         self._pending: list[Future] = []
+        self._sent: set[int] = set()  # ids of the weights sent since the last wait
+        # id -> (the weight, its hook): each weight seen is watched until close.
+        self._watched: dict[int, tuple[torch.Tensor, RemovableHandle]] = {}
 
-    def add(self, weight_grad: torch.Tensor, x_rows: torch.Tensor, grad_rows: torch.Tensor) -> None:
-        """Start ``weight_grad += grad_rows^T x_rows`` on the thread."""
+    def add(self, weight: torch.Tensor, x_rows: torch.Tensor, grad_rows: torch.Tensor) -> None:
+        """Start ``weight.grad += grad_rows^T x_rows`` on the thread."""
+        key = id(weight)
+        if key in self._sent:
+            raise WeightSharedError(
+                f"a weight of shape {tuple(weight.shape)} went through linear twice in one "
+                "backward pass with its gradient computed beside: call the wait that "
+                "weight_gradients_beside yields after each backward(), and use each weight "
+                "once per forward pass (or train outside weight_gradients_beside)"
+            )
+        self._sent.add(key)
+        watched = self._watched.get(key)
+        if watched is None or watched[0] is not weight:
+            # Registered during the backward pass, the hook still runs in it: autograd reads
+            # a leaf's hooks when it comes to add the leaf's gradient, after this layer's.
+            self._watched[key] = (weight, weight.register_hook(self._no_other_gradient(weight)))
         self._pending.append(
-            self._pool.submit(_add_weight_gradient, weight_grad, x_rows, grad_rows)
+            self._pool.submit(_add_weight_gradient, weight.grad, x_rows, grad_rows)
         )
+
+    def _no_other_gradient(self, weight: torch.Tensor) -> Callable[[torch.Tensor | None], None]:
+        key, shape = id(weight), tuple(weight.shape)
+
+        def check(grad: torch.Tensor | None) -> None:
+            # None when linear (which hands dW to this thread) was the weight's only user.
+            if grad is not None and key in self._sent:
+                raise WeightSharedError(
+                    f"a weight of shape {shape} got a gradient from another op in the same "
+                    "backward pass as its linear layer's, whose gradient is computed beside "
+                    "(tied weights?): untie it, or train outside weight_gradients_beside"
+                )
+
+        return check
 
     def wait(self) -> None:
         """Return when every weight gradient started so far is in its ``.grad`` (raising what
         one of them raised)."""
         pending, self._pending = self._pending, []
+        self._sent.clear()
         for job in pending:
             job.result()
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+        for _, hook in self._watched.values():
+            hook.remove()
+        self._watched.clear()
+
+
+class WeightSharedError(RuntimeError):
+    """A weight whose gradient goes to the second thread got one from elsewhere too."""
 
 
 def _add_weight_gradient(
@@ -202,12 +247,13 @@ def weight_gradients_beside() -> Iterator[Callable[[], None]]:
     stage on this repository's AMD EPYC: 82 against 113 s, SFT 24 against 29 s, the same
     weights to the bit (experiments/RESULTS.md, "The world build: weight gradients beside").
 
-    Contract, not checked: each weight goes through :func:`linear` at most once per backward
-    pass and through no other op (no tied weights: another op's gradient would be added into
-    the same ``.grad`` from the other thread at the same time), with its ``.grad`` already
-    there and zeroed before ``backward()``. A weight without a ``.grad`` gets its gradient in
-    the backward pass, as outside. Where oneDNN is not used this does nothing. For the whole
-    process while inside, as :func:`rl_linear_route`.
+    Contract: each weight goes through :func:`linear` at most once per backward pass and
+    through no other op (no tied weights: another op's gradient would be added into the same
+    ``.grad`` from the other thread at the same time), both checked as the backward pass runs
+    (:class:`WeightGradients`), with its ``.grad`` already there and zeroed before
+    ``backward()``. A weight without a ``.grad`` gets its gradient in the backward pass, as
+    outside. Where oneDNN is not used this does nothing. For the whole process while inside,
+    as :func:`rl_linear_route`.
     """
     global _WEIGHT_GRADIENTS
     if _ONEDNN_LINEAR is None or _WEIGHT_GRADIENTS is not None:  # nothing to do, or nested
@@ -297,4 +343,5 @@ __all__ = [
     "rl_linear_route",
     "weight_gradients_beside",
     "WeightGradients",
+    "WeightSharedError",
 ]

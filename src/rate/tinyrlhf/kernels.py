@@ -168,7 +168,7 @@ class WeightGradients:
         )
         self._pending: list[Future] = []
         self._sent: set[int] = set()  # ids of the weights sent since the last wait
-        # id -> (the weight, its hook): each weight seen is watched until close.
+        # id -> (the weight, its hook): each weight seen is watched (and kept) until close.
         self._watched: dict[int, tuple[torch.Tensor, RemovableHandle]] = {}
 
     def add(self, weight: torch.Tensor, x_rows: torch.Tensor, grad_rows: torch.Tensor) -> None:
@@ -182,8 +182,7 @@ class WeightGradients:
                 "once per forward pass (or train outside weight_gradients_beside)"
             )
         self._sent.add(key)
-        watched = self._watched.get(key)
-        if watched is None or watched[0] is not weight:
+        if key not in self._watched:  # held below, so no other tensor can take its id
             # Registered during the backward pass, the hook still runs in it: autograd reads
             # a leaf's hooks when it comes to add the leaf's gradient, after this layer's.
             self._watched[key] = (weight, weight.register_hook(self._no_other_gradient(weight)))

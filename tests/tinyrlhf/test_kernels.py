@@ -97,6 +97,16 @@ def test_cpu_vendor_reads_proc_cpuinfo(tmp_path):
     assert kernels.cpuinfo_field("flags", info) is None
 
 
+def test_cpu_description_tells_cpus_of_one_name_apart(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text(
+        "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\n"
+    )
+    assert kernels.cpu_description(info) == "AMD EPYC (family 25, model 17)"
+    info.write_text("model name\t: some arm core\n")  # no family or model: the name alone
+    assert kernels.cpu_description(info) == "some arm core"
+
+
 @pytest.mark.parametrize("rows", [ONEDNN_MIN_ROWS - 1, ONEDNN_MIN_ROWS, 1792])
 @pytest.mark.parametrize("gelu", [False, True])
 def test_linear_equals_torch_without_autograd(rows, gelu, onednn_route):
@@ -265,6 +275,7 @@ def test_the_step_benchmark_times_every_part(small_world):
     from rate.bench.rl_step import (
         PARTS,
         beside_against_in_turn,
+        decoding_halves,
         kernel_pairs,
         linear_routes,
         step_parts,
@@ -285,6 +296,14 @@ def test_the_step_benchmark_times_every_part(small_world):
         "reference log-probs: eager / traced",
     ]
     assert all(eager > 0 and traced > 0 for _, eager, traced in pairs)
+    halves = decoding_halves(small_world, calls=2)
+    assert [what for what, _ in halves] == [
+        "whole (128 rows)",
+        "one half (64 rows)",
+        "two halves in turn",
+        "two halves, the second on a second thread",
+    ]
+    assert all(ms > 0 for _, ms in halves)
     beside, in_turn = beside_against_in_turn(small_world, steps=2, rounds=1)
     assert beside > 0 and in_turn > 0
     route = kernels._ONEDNN_LINEAR

@@ -10,7 +10,8 @@ thread, ``rate.tinyrlhf.rl.side_thread``), on the trainer's own passes (traced a
 traces them, ``rate.tinyrlhf.traced``; the decoding in halves, here one after the other);
 then, in the same process, each kernel change against what it replaced (the attention
 softmax over 14 keys against the padded one, torch's linear layer against oneDNN's), each
-traced pass against its eager module, and a whole run's step with a second thread (half
+traced pass against its eager module, RL's decoding whole and in halves (in turn, and on
+two threads), and a whole run's step with a second thread (half
 of each decoding beside the other, the reward model beside the policy's passes, the
 weight gradients beside the backward pass) against everything in turn, and
 with the linear layers on torch's path against oneDNN's (RL's route depends on the CPU's
@@ -35,7 +36,7 @@ import torch.nn.functional as F
 
 from rate.heap import keep_freed_memory
 from rate.tinyrlhf import kernels
-from rate.tinyrlhf.kernels import attention_weights, cpu_vendor, rl_linear_route
+from rate.tinyrlhf.kernels import attention_weights, cpu_description, cpu_vendor, rl_linear_route
 from rate.tinyrlhf.rl import (
     PromptSampler,
     TracedPasses,
@@ -47,6 +48,7 @@ from rate.tinyrlhf.rl import (
     train_rl,
 )
 from rate.tinyrlhf.sampling import (
+    TracedDecoding,
     decode,
     gumbel_noise,
     response_logprobs,
@@ -238,6 +240,38 @@ def _traced_pairs(world: Path, calls: int) -> list[tuple[str, float, float]]:
     return pairs
 
 
+def decoding_halves(world: Path, calls: int = 100) -> list[tuple[str, float]]:
+    """(what, ms) of RL's traced decoding at the default recipe's shapes, whole and in two
+    halves (:class:`~rate.tinyrlhf.sampling.TracedDecoding`): one half alone, the two in turn
+    on this thread, and the second on a second thread (:func:`side_thread`) beside the
+    first, as the trainer runs them where :data:`rate.tinyrlhf.rl.DECODE_IN_HALVES`; the
+    best of 5 means over ``calls`` calls, on RL's route."""
+    with rl_linear_route():
+        return _decoding_halves(world, calls)
+
+
+def _decoding_halves(world: Path, calls: int) -> list[tuple[str, float]]:
+    config = load_rl_config(world / "configs" / "default.json")
+    inputs = prepare(config, world)
+    policy, k, temperature = inputs.policy, config.samples_per_prompt, config.temperature
+    prompts = inputs.pool.tokens[: config.batch_prompts]
+    noise = gumbel_noise(len(prompts) * k, policy.config.n_out, torch.Generator().manual_seed(0))
+    half = len(prompts) // 2
+    whole = TracedDecoding(policy, temperature, k)
+    with side_thread(False) as now, side_thread(True) as beside, torch.inference_mode():
+        in_turn = TracedDecoding(policy, temperature, k, now)
+        on_two = TracedDecoding(policy, temperature, k, beside)
+        calls_of = {
+            f"whole ({len(prompts) * k} rows)": partial(whole, prompts, noise),
+            f"one half ({half * k} rows)": partial(whole, prompts[:half], noise[:, : half * k]),
+            "two halves in turn": partial(in_turn, prompts, noise),
+            "two halves, the second on a second thread": partial(on_two, prompts, noise),
+        }
+        for call in calls_of.values():
+            call()  # traced here, outside the timing
+        return [(what, best_of(call, n=calls) / 1e3) for what, call in calls_of.items()]
+
+
 def linear_routes(world: Path, steps: int, rounds: int = 3) -> tuple[float, float] | None:
     """Mean ms of a whole run's step (the reward model beside) with RL's linear layers on
     torch's path and on oneDNN's; None where this torch has no oneDNN linear layer."""
@@ -263,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.glibc_heap:
         keep_freed_memory()  # as the trainer does
     parts = step_parts(args.world, args.steps)
-    print(f"RL step on {args.threads} thread(s), mean of {args.steps} steps:")
+    print(f"RL step on {cpu_description()}, {args.threads} thread(s), mean of {args.steps} steps:")
     print("| part | ms |\n|---|---|")
     for name in (*PARTS, "step"):
         print(f"| {name} | {parts[name]:.2f} |")
@@ -274,6 +308,9 @@ def main(argv: list[str] | None = None) -> int:
     print("\n| pass | eager (ms) | traced (ms) | ratio |\n|---|---|---|---|")
     for what, eager, traced in traced_pairs(args.world):
         print(f"| {what} | {eager:.2f} | {traced:.2f} | {eager / traced:.2f}x |")
+    print("\n| decoding (traced) | ms |\n|---|---|")
+    for what, ms in decoding_halves(args.world):
+        print(f"| {what} | {ms:.2f} |")
     beside, in_turn = beside_against_in_turn(args.world, args.steps)
     print(
         f"\nwhole step, a second thread / in turn: {beside:.2f} / {in_turn:.2f} ms "

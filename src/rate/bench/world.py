@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import platform
 import statistics
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from rate.tinyrlhf.build import build_world
 from rate.tinyrlhf.data import load_labelled, load_prompts
 from rate.tinyrlhf.dev_eval import dev_evaluate
 from rate.tinyrlhf.evaluate import evaluate_policy, load_oracle
-from rate.tinyrlhf.kernels import cpuinfo_field
+from rate.tinyrlhf.kernels import cpu_description
 from rate.tinyrlhf.models import load_policy, load_reward_model
 from rate.tinyrlhf.rl import RLConfig, load_rl_config, train_rl
 from rate.tinyrlhf.worldconfig import load_world_config
@@ -27,7 +26,7 @@ def bench_world(tmp: Path, full: Path | None, reused: Path | None = None) -> dic
     instead, report the stage times its build recorded in world_info.json."""
 
     # The CPU, since the ratios depend on it (rate.tinyrlhf.kernels: MKL serves Intel's alone).
-    results = {"cpu": cpuinfo_field("model name") or platform.processor() or platform.machine()}
+    results = {"cpu": cpu_description()}
     secs, info = timed(lambda: build_world(load_world_config(small=True), tmp / "small"))
     results["small_build_s"] = secs
     if full:

@@ -3,9 +3,10 @@
 * **Linear layers go to oneDNN** when it is there and the input has enough rows. torch's
   dense path is MKL's sgemm, which runs its AVX-512 kernels on Intel CPUs only: on the AMD
   CPUs of these machines it ran the generic AVX2 kernels while oneDNN ran AVX-512, 2.2x
-  faster at the reward model's largest layer (1,792 x 96 -> 288 on one thread: 0.96 against
-  0.44 ms, ``python -m rate.bench.rl_step``), equal to the last bit in every shape we
-  compared. It also adds the bias (and a GELU, without autograd) in the same pass. At 128
+  faster at the reward model's largest layer on the AMD EPYC of 2026-12-02 (1,792 x 96 ->
+  288 on one thread: 0.96 against 0.44 ms, ``python -m rate.bench.rl_step``) and 1.07x on
+  a Zen 4 (family 25, model 17: 0.97 against 0.91 ms, whose AVX-512 runs at half width),
+  equal to the last bit in every shape we compared. It also adds the bias (and a GELU, without autograd) in the same pass. At 128
   rows and fewer torch's own path is as fast, so it stays there. With autograd both
   gradients go to oneDNN too: the input's as a linear layer of the transposed weight, the
   weight's in whichever order of the two transposed operands was faster for the shape, equal
@@ -24,6 +25,7 @@
 
 from __future__ import annotations
 
+import platform
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -66,6 +68,16 @@ def cpuinfo_field(name: str, cpuinfo: Path = Path("/proc/cpuinfo")) -> str | Non
     except OSError:
         return None
     return None
+
+
+def cpu_description(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name with its family and model numbers, which tell CPUs apart where a
+    virtual machine names them all alike ("AMD EPYC (family 25, model 17)": a Zen 4, whose
+    oneDNN linear layers ran at half the speed of the "AMD EPYC" of 2026-12-02); the
+    machine's architecture where /proc/cpuinfo does not say."""
+    name = cpuinfo_field("model name", cpuinfo) or platform.processor() or platform.machine()
+    family, model = cpuinfo_field("cpu family", cpuinfo), cpuinfo_field("model", cpuinfo)
+    return f"{name} (family {family}, model {model})" if family and model else name
 
 
 def cpu_vendor(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
@@ -334,6 +346,7 @@ __all__ = [
     "ONEDNN_MIN_ROWS",
     "RL_ON_TORCH",
     "attention_weights",
+    "cpu_description",
     "cpuinfo_field",
     "cpu_vendor",
     "linear",

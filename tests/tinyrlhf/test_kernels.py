@@ -282,9 +282,12 @@ def test_the_step_benchmark_times_every_part(small_world):
         traced_pairs,
     )
 
-    parts = step_parts(small_world, steps=2)
-    assert all(parts[name] > 0 for name in PARTS)
-    assert parts["step"] == pytest.approx(sum(parts[name] for name in PARTS))
+    work = ("sampling", "reward model", "reference", "policy forward", "backward", "optimiser")
+    for beside in (False, True):
+        parts = step_parts(small_world, steps=2, beside=beside)
+        assert set(work) < set(PARTS) and all(parts[name] > 0 for name in work)
+        assert all(parts[name] >= 0 for name in PARTS)
+        assert parts["step"] == pytest.approx(sum(parts[name] for name in PARTS))
     assert [what for what, _, _ in kernel_pairs()] == [
         "attention softmax, 7,168 rows of 14 keys: torch / padded",
         "linear layer 1,792 x 96 -> 288: torch / oneDNN",

@@ -3,19 +3,18 @@
     python -m rate.bench.rl_step --world W [--steps 200] [--threads 1]
 
 Times the default recipe's step in its parts (sampling, the reward model, the reference's
-log-probs, the policy's forward and backward pass, the optimiser) one after another, over
-``--steps`` steps after 20 untimed ones, with the page faults a step takes (the trainer
-itself runs half of each decoding, the reward model and the weight gradients on a second
-thread, ``rate.tinyrlhf.rl.side_thread``), on the trainer's own passes (traced as it
-traces them, ``rate.tinyrlhf.traced``; the decoding in halves, here one after the other);
-then, in the same process, each kernel change against what it replaced (the attention
-softmax over 14 keys against the padded one, torch's linear layer against oneDNN's), each
-traced pass against its eager module, RL's decoding whole and in halves (in turn, and on
-two threads), and a whole run's step with a second thread (half
-of each decoding beside the other, the reward model beside the policy's passes, the
-weight gradients beside the backward pass) against everything in turn, and
-with the linear layers on torch's path against oneDNN's (RL's route depends on the CPU's
-vendor: ``rate.tinyrlhf.kernels.rl_linear_route``). Nothing is asserted: it prints what it
+log-probs, the policy's forward and backward pass, the optimiser) as the first thread sees
+them, over ``--steps`` steps after 20 untimed ones, with the page faults a step takes: once
+with everything in turn, and once as the trainer runs with its second thread
+(``rate.tinyrlhf.rl.side_thread``: half of each decoding, the reward model and the weight
+gradients there), where the first thread's waits for it are parts of their own. Both on
+the trainer's own passes (traced as it traces them, ``rate.tinyrlhf.traced``). Then, in the
+same process, each kernel change against what it replaced (the attention softmax over 14
+keys against the padded one, torch's linear layer against oneDNN's), each traced pass
+against its eager module, RL's decoding whole and in halves (in turn, and on two threads),
+a whole run's step with the second thread against everything in turn, and with the linear
+layers on torch's path against oneDNN's (RL's route depends on the CPU's vendor:
+``rate.tinyrlhf.kernels.rl_linear_route``). Nothing is asserted: it prints what it
 measured.
 """
 
@@ -28,6 +27,7 @@ import resource
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from functools import partial
 from pathlib import Path
 
@@ -36,7 +36,13 @@ import torch.nn.functional as F
 
 from rate.heap import keep_freed_memory
 from rate.tinyrlhf import kernels
-from rate.tinyrlhf.kernels import attention_weights, cpu_description, cpu_vendor, rl_linear_route
+from rate.tinyrlhf.kernels import (
+    attention_weights,
+    cpu_description,
+    cpu_vendor,
+    rl_linear_route,
+    weight_gradients_beside,
+)
 from rate.tinyrlhf.rl import (
     PromptSampler,
     TracedPasses,
@@ -53,19 +59,32 @@ from rate.tinyrlhf.sampling import (
     gumbel_noise,
     response_logprobs,
     sample,
+    score,
 )
 
-PARTS = ("sampling", "reward model", "reference", "policy forward", "backward", "optimiser")
+PARTS = (
+    "sampling",
+    "reward model",
+    "reference",
+    "policy forward",
+    "reward model wait",
+    "backward",
+    "weight gradients wait",
+    "optimiser",
+)
 
 
-def step_parts(world: Path, steps: int) -> dict[str, float]:
-    """Mean milliseconds of each part of a default-recipe step, and page faults per step, on
-    the trainer's kernels (RL's route for linear layers)."""
+def step_parts(world: Path, steps: int, beside: bool = False) -> dict[str, float]:
+    """Mean milliseconds of each part of a default-recipe step on the first thread, and page
+    faults per step, on the trainer's kernels (RL's route for linear layers). In turn, each
+    part is its work and the waits are nil; ``beside``, as the trainer runs where it has a
+    second thread (half of each decoding, the reward model and the weight gradients there),
+    "reward model" is handing it over and the waits are what the first thread waits for."""
     with rl_linear_route():
-        return _step_parts(world, steps)
+        return _step_parts(world, steps, beside)
 
 
-def _step_parts(world: Path, steps: int) -> dict[str, float]:
+def _step_parts(world: Path, steps: int, beside: bool) -> dict[str, float]:
     config = load_rl_config(world / "configs" / "default.json")
     inputs = prepare(config, world)
     policy = inputs.policy
@@ -73,41 +92,47 @@ def _step_parts(world: Path, steps: int) -> dict[str, float]:
     gen = torch.Generator().manual_seed(0)
     sampler = PromptSampler(inputs.pool, inputs.family_probs)
     k = config.samples_per_prompt
-    with side_thread(beside=False) as in_turn:  # here, a job runs when it is submitted
-        traced = TracedPasses.of(inputs, config, in_turn)  # the trainer's passes, in turn
     totals = dict.fromkeys(PARTS, 0.0)
+    weights_beside = weight_gradients_beside() if beside else nullcontext(lambda: None)
+    with side_thread(beside) as submit, weights_beside as gradients_ready:
+        traced = TracedPasses.of(inputs, config, submit)  # the trainer's passes
 
-    def one_step(record: bool) -> None:
-        t = [time.perf_counter()]
-        prompts = inputs.pool.tokens[sampler.draw(config.batch_prompts, gen)]
-        responses = sample(policy, prompts, config.temperature, gen, k, traced.decoding).responses
-        t.append(time.perf_counter())
-        with torch.inference_mode():
-            proxy = traced.reward(prompts.repeat_interleave(k, dim=0), responses)
+        def one_step(record: bool) -> None:
+            t = [time.perf_counter()]
+            prompts = inputs.pool.tokens[sampler.draw(config.batch_prompts, gen)]
+            samples = sample(policy, prompts, config.temperature, gen, k, traced.decoding)
+            responses = samples.responses
             t.append(time.perf_counter())
-            ref_logp = traced.reference_logprobs(prompts, responses)
+            scored = submit(score, traced.reward, prompts.repeat_interleave(k, dim=0), responses)
             t.append(time.perf_counter())
-        logp = response_logprobs(policy, prompts, responses, repeats=k)
-        kl = (logp.detach() - ref_logp).sum(-1)
-        _, advantage = shaped_advantages(proxy, kl, config.kl_coef, k)
-        loss = -(advantage * logp.sum(-1)).mean()
-        t.append(time.perf_counter())
-        flat.grad.zero_()
-        loss.backward()
-        t.append(time.perf_counter())
-        torch.nn.utils.clip_grad_norm_(flat, config.max_grad_norm)
-        opt.step()
-        t.append(time.perf_counter())
-        if record:
-            for name, a, b in zip(PARTS, t[:-1], t[1:], strict=True):
-                totals[name] += b - a
+            with torch.inference_mode():
+                ref_logp = traced.reference_logprobs(prompts, responses)
+            t.append(time.perf_counter())
+            logp = response_logprobs(policy, prompts, responses, repeats=k)
+            t.append(time.perf_counter())
+            proxy = scored.result()
+            t.append(time.perf_counter())
+            kl = (logp.detach() - ref_logp).sum(-1)
+            _, advantage = shaped_advantages(proxy, kl, config.kl_coef, k)
+            loss = -(advantage * logp.sum(-1)).mean()
+            flat.grad.zero_()
+            loss.backward()
+            t.append(time.perf_counter())
+            gradients_ready()
+            t.append(time.perf_counter())
+            torch.nn.utils.clip_grad_norm_(flat, config.max_grad_norm)
+            opt.step()
+            t.append(time.perf_counter())
+            if record:
+                for name, a, b in zip(PARTS, t[:-1], t[1:], strict=True):
+                    totals[name] += b - a
 
-    for _ in range(20):
-        one_step(False)
-    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    for _ in range(steps):
-        one_step(True)
-    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+        for _ in range(20):
+            one_step(False)
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        for _ in range(steps):
+            one_step(True)
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
     out = {name: secs / steps * 1e3 for name, secs in totals.items()}
     out["step"] = sum(out.values())
     out["page faults per step"] = faults / steps
@@ -296,12 +321,19 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     if not args.glibc_heap:
         keep_freed_memory()  # as the trainer does
-    parts = step_parts(args.world, args.steps)
-    print(f"RL step on {cpu_description()}, {args.threads} thread(s), mean of {args.steps} steps:")
-    print("| part | ms |\n|---|---|")
+    in_turn = step_parts(args.world, args.steps)
+    two = step_parts(args.world, args.steps, beside=True)
+    print(
+        f"RL step on {cpu_description()}, {args.threads} thread(s) each, mean of {args.steps} "
+        "steps, on the first thread: in turn / with the second thread (the waits are for it)"
+    )
+    print("| part | in turn (ms) | second thread (ms) |\n|---|---|---|")
     for name in (*PARTS, "step"):
-        print(f"| {name} | {parts[name]:.2f} |")
-    print(f"page faults per step: {parts['page faults per step']:.1f}")
+        print(f"| {name} | {in_turn[name]:.2f} | {two[name]:.2f} |")
+    print(
+        f"page faults per step: {in_turn['page faults per step']:.1f} / "
+        f"{two['page faults per step']:.1f}"
+    )
     print("\n| kernel | torch (us) | the other (us) | ratio |\n|---|---|---|---|")
     for what, theirs, ours in kernel_pairs():
         print(f"| {what} | {theirs:.0f} | {ours:.0f} | {theirs / ours:.1f}x |")

@@ -6,8 +6,9 @@
   faster at the reward model's largest layer on the AMD EPYC of 2026-12-02 (1,792 x 96 ->
   288 on one thread: 0.96 against 0.44 ms, ``python -m rate.bench.rl_step``) and 1.07x on
   a Zen 4 (family 25, model 17: 0.97 against 0.91 ms, whose AVX-512 runs at half width),
-  equal to the last bit in every shape we compared. It also adds the bias (and a GELU, without autograd) in the same pass. At 128
-  rows and fewer torch's own path is as fast, so it stays there. With autograd both
+  equal to the last bit in every shape we compared. It also adds the bias (and a GELU,
+  without autograd) in the same pass. At 128 rows and fewer torch's own path is as fast, so
+  it stays there. With autograd both
   gradients go to oneDNN too: the input's as a linear layer of the transposed weight, the
   weight's in whichever order of the two transposed operands was faster for the shape, equal
   to torch's up to the order of a sum over the rows (~1e-6 relative).

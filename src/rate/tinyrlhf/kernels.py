@@ -8,10 +8,10 @@
   a Zen 4 (family 25, model 17: 0.97 against 0.91 ms, whose AVX-512 runs at half width),
   equal to the last bit in every shape we compared. It also adds the bias (and a GELU,
   without autograd) in the same pass. At 128 rows and fewer torch's own path is as fast, so
-  it stays there. With autograd both
-  gradients go to oneDNN too: the input's as a linear layer of the transposed weight, the
-  weight's in whichever order of the two transposed operands was faster for the shape, equal
-  to torch's up to the order of a sum over the rows (~1e-6 relative).
+  it stays there. With autograd both gradients go to oneDNN too: the input's as a linear
+  layer of the transposed weight, the weight's in whichever order of the two transposed
+  operands was faster for the shape, equal to torch's up to the order of a sum over the rows
+  (~1e-6 relative).
 * **RL on Intel CPUs takes torch's path** (:func:`rl_linear_route`). On an Intel Xeon the two
   paths were even on that layer (0.73 against 0.66 ms) and a whole RL step was 1.10x faster
   on torch's (27.3 against 30.1 ms, ``python -m rate.bench.rl_step``'s last line): oneDNN

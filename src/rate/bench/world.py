@@ -52,7 +52,7 @@ OMP_SETTINGS = {
 }
 
 
-def bench_rl(world: Path, tmp: Path, compare_steps: int, rounds: int = 3) -> dict:
+def bench_rl(world: Path, tmp: Path, compare_steps: int, rounds: int) -> dict:
     """The default run's time, then the published trainer (the anchor) on one and on two
     threads, the plain loop and ours for ``compare_steps`` steps each, every one in a fresh
     process, interleaved over ``rounds`` rounds, under each of :data:`OMP_SETTINGS`."""

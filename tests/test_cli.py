@@ -147,3 +147,45 @@ def test_make_help_lists_the_variables_too():
     for name in ("CONFIG", "PROJECT_DIR", "PARTITION", "WAIT", "SECTIONS"):
         assert f"\n  {name}" in out, name
     assert "\n  create_dataset " in out
+
+
+# Each command that writes its results only at its end, with the function doing its work:
+# the output folder is made first, so that a folder that cannot be made fails at once.
+LATE_WRITERS = [
+    (["tinyrlhf", "tilt", "--world", "W", "--out", "{bad}"], "rate.tilt.run", "tilt_analysis"),
+    (["audit", "--world", "W", "--out", "{bad}/audit.json"], "rate.audit.run", "load_inputs"),
+    (["audit", "--world", "W", "--out", "ok.json", "--write-wrapper", "{bad}/ours.py"],
+     "rate.audit.run", "load_inputs"),
+    (["study", "coverage", "--out", "{bad}"], "rate.tinyrlhf.build", "ensure_world"),
+    (["study", "synthetic", "--out", "{bad}"], "rate.tinyrlhf.build", "ensure_world"),
+    (["study", "audit", "--out", "{bad}"], "rate.studies.audit", "audit_study"),
+    (["study", "semisynthetic-text", "--out", "{bad}"], "rate.studies.semisynthetic_text",
+     "run_semisynthetic_text"),
+    (["study", "tilt", "--world", "W", "--out", "{bad}"], "rate.studies.tilt", "tilt_study"),
+    (["tinyrlhf", "certify", "--world", "W", "--policy", "P", "--out", "{bad}/cert"],
+     "rate.certify.certify", "certify_policy"),
+    (["tinyrlhf", "assess", "--world", "W", "--audit", "{audit}", "--out", "{bad}"],
+     "rate.certify.assess", "assess_world"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("argv", "module", "work"), LATE_WRITERS)
+def test_an_output_folder_that_cannot_be_made_fails_before_the_work(
+    project, capsys, monkeypatch, argv, module, work
+):
+    import importlib
+
+    def too_soon(*args, **kwargs):
+        raise AssertionError(f"{work} ran before the output folder was made")
+
+    monkeypatch.setattr(importlib.import_module(module), work, too_soon)
+    in_the_way = project / "a-file"
+    in_the_way.write_text("kept")
+    audit = project / "audit.json"
+    audit.write_text('{"candidates": []}')
+    monkeypatch.chdir(project)
+    argv = [a.format(bad=in_the_way / "out", audit=audit) for a in argv]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"rate: error: cannot write {in_the_way}: a file is in the way")
+    assert in_the_way.read_text() == "kept"

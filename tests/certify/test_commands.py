@@ -4,6 +4,7 @@ world (CI-sized: few steps, few replicates)."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -220,6 +221,48 @@ def test_certify_and_assess_commands(small_world, tmp_path):
     )  # fmt: skip
     assert few.returncode != 0 and "Traceback" not in few.stderr
     assert "--plan-samples must be 0 (no plan) or >= 100, got 5" in few.stderr
+
+
+def _world_with_runs(small_world, where, runs: tuple[str, ...]):
+    """A copy of the small world with only ``runs`` of its runs."""
+    world = where / "world"
+    shutil.copytree(small_world, world, ignore=shutil.ignore_patterns("runs"))
+    for name in runs:
+        shutil.copytree(small_world / "runs" / name, world / "runs" / name)
+    return world
+
+
+def test_an_assessment_loads_every_policy_first_and_names_the_runs_it_leaves_out(
+    small_world, tmp_path, monkeypatch
+):
+    from rate.certify.assess import NO_CHECKPOINT, assess_world, markdown
+    from rate.certify.certify import Certifier
+
+    world = _world_with_runs(small_world, tmp_path, ("kl002-s1500",))
+    (world / "runs" / "aa-killed").mkdir()  # a run killed before its checkpoint
+    (world / "runs" / "aa-killed" / "run_config.json").write_text("{}")
+    broken = world / "runs" / "zz-broken" / "checkpoint"  # sorted after the good run
+    shutil.copytree(world / "runs" / "kl002-s1500" / "checkpoint", broken)
+    (broken / "policy.safetensors").write_bytes(b"not a safetensors file")
+    certified = []
+    certify = Certifier.certify
+
+    def counted(self, policy_dir, settings):
+        certified.append(policy_dir)
+        return certify(self, policy_dir, settings)
+
+    monkeypatch.setattr(Certifier, "certify", counted)
+    settings = CertifySettings(60, 50, plan_per_family=0)
+    audit = {"candidates": [{"family": "dune", "feature": "pa", "flagged": True}]}
+    with pytest.raises(RateError, match="zz-broken/checkpoint/policy.safetensors: cannot load"):
+        assess_world(world, audit, None, settings=settings)
+    assert certified == []  # stopped before the good run's certificate, not after it
+
+    shutil.rmtree(broken.parent)
+    result = assess_world(world, audit, None, settings=settings)
+    assert [r["run"] for r in result["runs"]] == ["kl002-s1500"]
+    assert result["not_assessed"] == [{"run": "aa-killed", "reason": NO_CHECKPOINT}]
+    assert f"| aa-killed | not assessed | | | | {NO_CHECKPOINT} |" in markdown(result)
 
 
 def test_the_sweep_certifies_every_checkpoint_and_reports_on_held_out_gold(small_world, tmp_path):

@@ -63,6 +63,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from rate.audit.wrapper import write_wrapper
     from rate.config_docs import reference_text
     from rate.errors import ConfigError
+    from rate.io import ensure_dir
     from rate.schema import flat_assignments, from_dict
 
     if args.settings:
@@ -72,6 +73,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.no_gold:  # the portable diagnostic's own defaults, unless set
         data = {**DIAGNOSTIC, **data}
     settings = from_dict(AuditSettings, data, "rate audit --set")
+    out = args.out or Layout.from_env().root / "audit" / f"audit_{timestamp()}.json"
+    # Folders that cannot be made fail now, not after the audit.
+    for target in (out, *([args.write_wrapper] if args.write_wrapper else [])):
+        ensure_dir(Path(target).parent)
     inputs = load_inputs(
         args.world, args.reward_model, args.policy, args.prompts, args.gold, args.qa,
         use_gold=not args.no_gold,
@@ -83,7 +88,6 @@ def cmd_audit(args: argparse.Namespace) -> int:
             "(WORLD/reward_model/train.jsonl, or --qa FILE)"
         )
     audit["method"] = args.method
-    out = args.out or Layout.from_env().root / "audit" / f"audit_{timestamp()}.json"
     for path in write_reports(audit, out):
         print(path)
     if args.write_wrapper:

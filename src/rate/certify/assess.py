@@ -36,6 +36,8 @@ KL_RATIO = 3.0
 KL_FLOOR = 2.0
 # A mix "under-weights" a family drawn less than half as often as under the uniform mix.
 UNDER_WEIGHT = 0.5
+# Why a folder under runs/ is left out of an assessment.
+NO_CHECKPOINT = "no checkpoint/: still training, killed or failed"
 
 
 def feature_use(policy, features: dict[str, list[str]], per_family: int, seed: int) -> dict:
@@ -153,6 +155,19 @@ def runs_of(world: Path) -> dict[str, Path]:
     }
 
 
+def unfinished_runs(world: Path) -> list[str]:
+    """The folders under ``world/runs`` without a final checkpoint/: runs still training,
+    killed or failed. An assessment names them, so that none is left out unseen."""
+    runs = Path(world) / "runs"
+    if not runs.is_dir():
+        return []
+    return sorted(
+        p.name
+        for p in runs.iterdir()
+        if p.is_dir() and not p.name.startswith(".") and not (p / "checkpoint").is_dir()
+    )
+
+
 def assess_world(
     world: Path,
     audit: dict,
@@ -167,6 +182,14 @@ def assess_world(
     chosen = {**runs_of(world), **(policies or {})}
     if not chosen:
         raise RateError(f"{world}/runs holds no run (no */checkpoint) and no --policy was given")
+    for path in chosen.values():
+        # Every policy loads before the first certificate, so that a broken one stops the
+        # assessment now and not after the others' certificates (minutes each on a large
+        # gold set).
+        load_policy(path)
+    unfinished = [name for name in unfinished_runs(world) if name not in chosen]
+    for name in unfinished:
+        log.warning("assess: %s/runs/%s not assessed (%s)", world, name, NO_CHECKPOINT)
     features = flagged_features(audit)
     # One certifier for every run: the gold set loads, and its own passes run, once.
     certifier = Certifier.load(world, wrapper, load_gold(world, gold))
@@ -183,6 +206,7 @@ def assess_world(
         "flagged_features": features,
         "reference_feature_use": reference_use,
         "runs": rows,
+        "not_assessed": [{"run": name, "reason": NO_CHECKPOINT} for name in unfinished],
     }
 
 
@@ -199,4 +223,6 @@ def markdown(assessment: dict) -> str:
             f"{g['estimate']:+.3f} [{g['low']:+.3f}, {g['high']:+.3f}] | {r['min_ess']:.1f} | "
             f"{findings} |"
         )
+    for row in assessment.get("not_assessed", []):
+        lines.append(f"| {row['run']} | not assessed | | | | {row['reason']} |")
     return "\n".join(lines) + "\n"

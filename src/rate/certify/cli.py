@@ -141,8 +141,10 @@ def register(tiny: argparse._SubParsersAction) -> None:
 
 def cmd_certify(args: argparse.Namespace) -> int:
     from rate.certify.certify import certify_policy, markdown
-    from rate.io import atomic_write_json, atomic_write_text
+    from rate.io import atomic_write_json, atomic_write_text, ensure_dir
 
+    if args.out:
+        ensure_dir(args.out.parent)  # a folder that cannot be made fails now, not after the work
     report = certify_policy(args.world, args.policy, args.wrapper, args.gold, _settings(args))
     table = markdown(report)
     if args.out:
@@ -155,12 +157,13 @@ def cmd_certify(args: argparse.Namespace) -> int:
 
 def cmd_assess(args: argparse.Namespace) -> int:
     from rate.certify.assess import assess_world, markdown
-    from rate.io import atomic_write_json, atomic_write_text, read_json
+    from rate.io import atomic_write_json, atomic_write_text, ensure_dir, read_json
 
     policies = named_paths(args.policy)
     audit = read_json(args.audit)
     if not isinstance(audit, dict) or "candidates" not in audit:
         raise ConfigError(f"{args.audit}: not a `rate audit` JSON (no 'candidates')")
+    ensure_dir(args.out)  # a folder that cannot be made fails now, not after the certificates
     result = assess_world(args.world, audit, args.wrapper, policies, _settings(args), args.gold)
     table = markdown(result)
     atomic_write_json(args.out / "assessment.json", result)

@@ -182,10 +182,11 @@ def _world(args: argparse.Namespace) -> Path:
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
-    from rate.io import atomic_write_json, atomic_write_text
+    from rate.io import atomic_write_json, atomic_write_text, ensure_dir
     from rate.store import timestamp
     from rate.studies.coverage import coverage_study, coverage_table
 
+    out = ensure_dir(args.out or project_dir() / "effects" / "coverage")  # fails now, not after
     world = _world(args)
     study = coverage_study(
         args.template,
@@ -197,7 +198,6 @@ def cmd_coverage(args: argparse.Namespace) -> int:
         seed=args.seed,
         n_bootstrap=args.bootstrap,
     )
-    out = args.out or project_dir() / "effects" / "coverage"
     stem = out / f"coverage_{args.template}_{timestamp()}"
     table = coverage_table(study)
     atomic_write_json(stem.with_suffix(".json"), study)
@@ -208,10 +208,11 @@ def cmd_coverage(args: argparse.Namespace) -> int:
 
 
 def cmd_synthetic(args: argparse.Namespace) -> int:
+    from rate.io import ensure_dir
     from rate.studies.synthetic import run_synthetic
 
+    out = ensure_dir(args.out or project_dir() / "plots" / "synthetic")  # fails now, not after
     world = _world(args)
-    out = args.out or project_dir() / "plots" / "synthetic"
     written = run_synthetic(world, out, pool_size=args.pool, n=args.n, seed=args.seed)
     print((out / "synthetic.md").read_text())
     for p in written:
@@ -221,7 +222,7 @@ def cmd_synthetic(args: argparse.Namespace) -> int:
 
 def cmd_audit_study(args: argparse.Namespace) -> int:
     from rate.audit.scan import AuditSettings
-    from rate.io import atomic_write_json, atomic_write_text, json_safe
+    from rate.io import atomic_write_json, atomic_write_text, ensure_dir, json_safe
     from rate.schema import flat_assignments, from_dict
     from rate.store import timestamp
     from rate.studies.audit import audit_study, study_table
@@ -230,8 +231,8 @@ def cmd_audit_study(args: argparse.Namespace) -> int:
     settings = from_dict(AuditSettings, data, "rate study audit --set")
     worlds = args.worlds or project_dir() / "tinyrlhf" / "audit_worlds"
     names = [n.strip() for n in args.names.split(",") if n.strip()]
+    out = ensure_dir(args.out or project_dir() / "audit" / "study")  # fails now, not after
     study = audit_study(names, worlds, settings)
-    out = args.out or project_dir() / "audit" / "study"
     stem = out / f"audit_study_{timestamp()}"
     table = study_table(study)
     atomic_write_json(stem.with_suffix(".json"), json_safe(study))
@@ -361,9 +362,10 @@ def cmd_sweep_truth(args: argparse.Namespace) -> int:
 
 
 def cmd_semisynthetic_text(args: argparse.Namespace) -> int:
+    from rate.io import ensure_dir
     from rate.studies.semisynthetic_text import result_table, run_semisynthetic_text
 
-    out = args.out or project_dir() / "plots" / "semisynthetic_text"
+    out = ensure_dir(args.out or project_dir() / "plots" / "semisynthetic_text")  # fails now
     result = run_semisynthetic_text(
         out, n=args.n, repeats=args.repeats, seed=args.seed, pool_n=args.pool
     )
@@ -395,10 +397,11 @@ def proposal_cells(items: list[str]) -> dict[tuple[str, float], Path]:
 
 
 def cmd_tilt_study(args: argparse.Namespace) -> int:
-    from rate.io import atomic_write_json, atomic_write_text, json_safe
+    from rate.io import atomic_write_json, atomic_write_text, ensure_dir, json_safe
     from rate.studies.tilt import study_table, tilt_study
     from rate.tilt.report import write_report
 
+    ensure_dir(args.out)  # a folder that cannot be made fails now, not after the study
     study = tilt_study(
         args.world,
         args.wrapper,

@@ -25,9 +25,11 @@ def register(tiny: argparse._SubParsersAction) -> None:
 
 
 def cmd_tilt(args: argparse.Namespace) -> int:
+    from rate.io import ensure_dir
     from rate.tilt.report import markdown, write_report
     from rate.tilt.run import tilt_analysis
 
+    ensure_dir(args.out)  # a folder that cannot be made fails now, not after the analysis
     analysis = tilt_analysis(
         args.world,
         args.wrapper,

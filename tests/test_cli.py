@@ -165,7 +165,7 @@ LATE_WRITERS = [
     (["tinyrlhf", "certify", "--world", "W", "--policy", "P", "--out", "{bad}/cert"],
      "rate.certify.certify", "certify_policy"),
     (["tinyrlhf", "assess", "--world", "W", "--audit", "{audit}", "--out", "{bad}"],
-     "rate.certify.assess", "assess_world"),
+     "rate.certify.assess", "_assess"),  # assess_world locks the folder first
 ]  # fmt: skip
 
 

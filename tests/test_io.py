@@ -13,6 +13,7 @@ from rate.io import (
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
+    content_digest,
     ensure_dir,
     read_json,
     read_jsonl,
@@ -231,3 +232,34 @@ def test_a_full_disk_is_one_message_naming_the_file(tmp_path, monkeypatch):
     assert message.startswith(f"cannot write {tmp_path / 'f.txt'}: No space left on device;")
     assert "\n" not in message and "free space" in message
     assert (tmp_path / "f.txt").read_text() == "old" and _leftovers(tmp_path) == []
+
+
+def test_a_content_digest_follows_the_bytes_not_the_place(tmp_path):
+    import hashlib
+
+    a = tmp_path / "a"
+    (a / "sub").mkdir(parents=True)
+    (a / "x.bin").write_bytes(b"12")
+    (a / "sub" / "y.txt").write_bytes(b"3")
+    key = content_digest({"k": 1}, paths=[a, None])
+    # By hand: the parts as JSON, then per path its index, and per file its name and size.
+    h = hashlib.sha256(b'[{"k": 1}]\0')
+    h.update(b"path 0\0sub/y.txt\x001\x003x.bin\x002\x0012path 1\0missing\0")
+    assert key == h.hexdigest()
+
+    moved = tmp_path / "elsewhere" / "b"
+    moved.parent.mkdir()
+    a.rename(moved)
+    assert content_digest({"k": 1}, paths=[moved, None]) == key  # moved: the same inputs
+    assert content_digest({"k": 2}, paths=[moved, None]) != key
+    (moved / "x.bin").write_bytes(b"13")
+    assert content_digest({"k": 1}, paths=[moved, None]) != key
+    (moved / "x.bin").write_bytes(b"12")
+    (moved / "sub" / "y.txt").rename(moved / "sub" / "z.txt")  # a name is part of the input
+    assert content_digest({"k": 1}, paths=[moved, None]) != key
+    # A file's bytes cannot pass for a second file: the size comes first.
+    (moved / "sub" / "z.txt").unlink()
+    (moved / "x.bin").write_bytes(b"12")
+    (moved / "w").write_bytes(b"")
+    one = content_digest(paths=[moved / "x.bin"])
+    assert one != content_digest(paths=[moved / "w"]) != content_digest(paths=[None])

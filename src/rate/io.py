@@ -11,6 +11,7 @@ import contextlib
 import errno
 import fcntl
 import grp
+import hashlib
 import json
 import math
 import numbers
@@ -413,3 +414,32 @@ def folder_lock(
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+# ---------------------------------------------------------------------------------------------
+# Content digests
+
+
+def content_digest(*parts: Any, paths: Iterable[PathLike | None] = ()) -> str:
+    """A sha256 hex digest of ``parts`` (as JSON) and of the bytes under ``paths``: a file's
+    bytes, a folder's files by their names within it, and a missing path (or None) as such. A
+    result cached under it is reused only on the same inputs, wherever they were moved."""
+    h = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode() + b"\0")
+    for i, path in enumerate(paths):
+        h.update(f"path {i}\0".encode())
+        p = Path(path) if path is not None else None
+        if p is None or not p.exists():
+            h.update(b"missing\0")
+            continue
+        files = [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file())
+        for f in files:
+            name = f.relative_to(p).as_posix() if f != p else "."
+            try:
+                with open(f, "rb") as stream:
+                    # The size first: no file's bytes can pass for another name and file.
+                    h.update(f"{name}\0{os.fstat(stream.fileno()).st_size}\0".encode())
+                    for block in iter(lambda: stream.read(1 << 20), b""):
+                        h.update(block)
+            except OSError as err:
+                raise _read_error(f, err) from None
+    return h.hexdigest()

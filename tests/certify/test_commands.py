@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -265,6 +266,111 @@ def test_an_assessment_loads_every_policy_first_and_names_the_runs_it_leaves_out
     assert f"| aa-killed | not assessed | | | | {NO_CHECKPOINT} |" in markdown(result)
 
 
+def test_a_rerun_of_an_assessment_certifies_only_the_runs_whose_inputs_changed(
+    small_world, tmp_path, monkeypatch, caplog
+):
+    from rate.certify.assess import JOURNAL, assess_world
+    from rate.certify.certify import Certifier
+    from rate.errors import BusyError
+    from rate.io import folder_lock
+
+    world = _world_with_runs(small_world, tmp_path, ("kl002-s1500", "kl05-s800"))
+    certified = []
+    certify = Certifier.certify
+
+    def counted(self, policy_dir, settings):
+        certified.append(policy_dir.parent.name)
+        return certify(self, policy_dir, settings)
+
+    monkeypatch.setattr(Certifier, "certify", counted)
+    settings = CertifySettings(60, 50, plan_per_family=0)
+    audit = {"candidates": [{"family": "dune", "feature": "pa", "flagged": True}]}
+    out = tmp_path / "assess"
+    first = assess_world(world, audit, None, settings=settings, out=out)
+    assert sorted(certified) == ["kl002-s1500", "kl05-s800"]
+    written = (out / "assessment.json").read_text()
+    assert json.loads(written)["runs"] == json.loads(json.dumps(first["runs"]))
+    assert (out / "assessment.md").is_file()
+
+    certified.clear()  # the same inputs: nothing certified again, the same bytes written
+    assess_world(world, audit, None, settings=settings, out=out)
+    assert certified == []
+    assert (out / "assessment.json").read_text() == written
+
+    # One run's config changes (its mix now under-weights dune) and the other's kept row is
+    # damaged: both are assessed anew, and the rerun writes what a fresh assessment writes.
+    config = world / "runs" / "kl05-s800" / "run_config.json"
+    weights = {fam: float(fam != "dune") for fam in FAMILY_ID}
+    config.write_text(json.dumps({**json.loads(config.read_text()), "family_weights": weights}))
+    (out / JOURNAL / "kl002-s1500.json").write_text('{"key": ')
+    with caplog.at_level("WARNING", logger="rate.certify.assess"):
+        assess_world(world, audit, None, settings=settings, out=out)
+    assert sorted(certified) == ["kl002-s1500", "kl05-s800"]
+    assert "kl002-s1500.json:1: not valid JSON" in caplog.text
+    fresh = tmp_path / "fresh"
+    assess_world(world, audit, None, settings=settings, out=fresh)
+    assert (out / "assessment.json").read_text() == (fresh / "assessment.json").read_text()
+    assert (out / "assessment.json").read_text() != written
+    assert "under-weights dune (0.0%)" in (out / "assessment.md").read_text()
+
+    certified.clear()  # a different gold set is a different certificate
+    gold = tmp_path / "gold.jsonl"
+    lines = (world / "data" / "gold_calib.jsonl").read_text().splitlines()
+    gold.write_text("\n".join(lines[: len(lines) // 2 + 7]) + "\n")
+    assess_world(world, audit, None, settings=settings, gold=gold, out=out)
+    assert sorted(certified) == ["kl002-s1500", "kl05-s800"]
+
+    # A second assessment into a folder being written fails at once and changes nothing.
+    before = (out / "assessment.json").read_text()
+    busy = lambda pid: BusyError(pid)  # noqa: E731
+    with folder_lock(out, busy), pytest.raises(BusyError, match="another assessment"):
+        assess_world(world, audit, None, settings=settings, out=out)
+    assert (out / "assessment.json").read_text() == before
+
+    with pytest.raises(RateError, match="kl05-s800 is assessed under that name already"):
+        assess_world(world, audit, None, {"kl05-s800": world / "policy"}, settings)
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ("../../x=W/policy", "NAME may hold letters, digits"),
+        (".hidden=W/policy", "NAME may hold letters, digits"),
+        ("a/b=W/policy", "NAME may hold letters, digits"),
+        ("noequals", "expected NAME=DIR"),
+    ],
+)
+def test_a_policy_name_that_is_not_a_file_name_part_is_refused(item, message):
+    from rate.certify.cli import named_paths
+    from rate.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        named_paths([item])
+    with pytest.raises(ConfigError, match="NAME given twice"):
+        named_paths(["a=W/x", "a=W/y"])
+    assert named_paths(["a.b+c=W/x", "d=W/y"]) == {"a.b+c": Path("W/x"), "d": Path("W/y")}
+    # A name that names no file (a tilt study's REWARD:BETA) is parsed by its caller.
+    assert named_paths(["raw:0.1=W/x"], "--proposal", file_name=False) == {"raw:0.1": Path("W/x")}
+
+
+def test_two_certificates_to_one_out_never_mix(small_world, tmp_path):
+    from rate.errors import BusyError
+    from rate.io import folder_lock
+
+    run = small_world / "runs" / "kl002-s1500" / "checkpoint"
+    out = tmp_path / "certs" / "cert"
+    busy = lambda pid: BusyError(pid)  # noqa: E731
+    with folder_lock(out.parent, busy, name=".cert.lock"):  # a certificate being written
+        second = run_rate(
+            ["tinyrlhf", "certify", "--world", str(small_world), "--policy", str(run),
+             "--out", str(out), *FAST],
+            tmp_path, check=False,
+        )  # fmt: skip
+    assert second.returncode != 0 and "Traceback" not in second.stderr
+    assert "another certificate" in second.stderr and "choose another --out" in second.stderr
+    assert not out.with_suffix(".json").exists() and not out.with_suffix(".md").exists()
+
+
 def test_the_sweep_certifies_every_checkpoint_and_reports_on_held_out_gold(small_world, tmp_path):
     run_rate(
         ["tinyrlhf", "sweep", "--world", str(small_world), "--kl", "0.1,0.05", "--steps", "12",
@@ -518,6 +624,8 @@ def test_the_sweep_refines_at_the_edge(small_world, tmp_path, monkeypatch):
     assert (out / "kl0.0707-s4" / "checkpoint" / "policy.safetensors").is_file()
     assert result["chosen"]["kl_coef"] == 0.0707 and result["chosen"]["step"] == 4
     assert "kl_coef 0.0707, 0.0595, 0.0649" in recipes.markdown(result)
+    # The table is written with the JSON, inside the sweep's lock.
+    assert (out / "sweep.md").read_text() == recipes.markdown(result)
     # A rerun reuses every run, the refined ones too.
     stamp = (out / "kl0.0595-s4" / "checkpoint" / "policy.safetensors").stat().st_mtime_ns
     again = recipes.recipe_sweep(small_world, out, [0.1, 0.05], 4, 2, None, jobs=1, refine=3)

@@ -9,18 +9,24 @@ other findings say why a run failed them, or what to watch in one that passed:
 - a family whose KL to the reference is far above the run's dev KL (the dev pool's pilot mix
   under-weights it, so the dev figures hide its drift);
 - a run trained on a prompt mix that under-weights some families (the pilot-mix trap).
+
+Written into a folder, each run's assessment is kept under ``OUT/assessed/NAME.json`` with a
+digest of everything it read, so that a rerun (after a kill, or with a run added) certifies
+only the runs whose inputs changed; the folder is locked while an assessment writes it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 
 import torch
 
+from rate import __version__
 from rate.certify.certify import Certifier, CertifySettings, load_gold
-from rate.errors import RateError
-from rate.io import read_json
+from rate.errors import BusyError, ConfigError, DataFileError, RateError
+from rate.io import atomic_write_json, atomic_write_text, content_digest, folder_lock, read_json
 from rate.tinyrlhf.data import pool_from_records
 from rate.tinyrlhf.models import load_policy
 from rate.tinyrlhf.prompts import balanced, make_prompts
@@ -38,6 +44,10 @@ KL_FLOOR = 2.0
 UNDER_WEIGHT = 0.5
 # Why a folder under runs/ is left out of an assessment.
 NO_CHECKPOINT = "no checkpoint/: still training, killed or failed"
+# Where each run's assessment is kept in the output folder; bump the version when what an
+# assessment computes changes, so that rows kept by an older one are computed anew.
+JOURNAL = "assessed"
+JOURNAL_VERSION = 1
 
 
 def feature_use(policy, features: dict[str, list[str]], per_family: int, seed: int) -> dict:
@@ -168,6 +178,52 @@ def unfinished_runs(world: Path) -> list[str]:
     )
 
 
+def assessment_key(
+    world: Path,
+    name: str,
+    policy_dir: Path,
+    wrapper: Path | None,
+    gold: Path | None,
+    settings: CertifySettings,
+    features: dict[str, list[str]],
+) -> str:
+    """A digest of everything one run's assessment reads: the policy, the reference, the
+    reward model, the gold labels, the wrapper, the run's config and dev figures, the settings
+    and the audit's flags."""
+    world, run = Path(world), Path(policy_dir).parent
+    return content_digest(
+        JOURNAL_VERSION,
+        __version__,
+        name,
+        str(policy_dir),
+        dataclasses.asdict(settings),
+        features,
+        paths=[
+            policy_dir,
+            world / "policy",
+            world / "reward_model",
+            Path(gold) if gold else world / "data" / "gold_calib.jsonl",
+            wrapper,
+            run / "run_config.json",
+            run / "dev_eval.json",
+        ],
+    )
+
+
+def _kept(path: Path, key: str) -> dict | None:
+    """The row kept at ``path`` if it was computed from the inputs ``key`` names."""
+    if not path.is_file():
+        return None
+    try:
+        kept = read_json(path)
+    except DataFileError as err:  # a damaged file is computed anew, not trusted
+        log.warning("assess: %s; assessing that run anew", err)
+        return None
+    if isinstance(kept, dict) and kept.get("key") == key and isinstance(kept.get("row"), dict):
+        return kept["row"]
+    return None
+
+
 def assess_world(
     world: Path,
     audit: dict,
@@ -175,11 +231,43 @@ def assess_world(
     policies: dict[str, Path] | None = None,
     settings: CertifySettings | None = None,
     gold: Path | None = None,
+    out: Path | None = None,
 ) -> dict:
     """Every run under ``world/runs`` plus ``policies`` (name -> directory), certified on
-    ``gold`` (default: the world's gold set)."""
+    ``gold`` (default: the world's gold set). With ``out``: written there as assessment.json
+    and .md, each run's row kept under ``out/assessed`` and reused by a rerun on the same
+    inputs."""
+    if out is None:
+        return _assess(world, audit, wrapper, policies, settings, gold, None)
+    busy = lambda pid: BusyError(  # noqa: E731
+        f"{out}: another assessment (pid {pid}) is writing here; wait for it to finish (a "
+        "rerun then reuses its certificates), or choose another --out"
+    )
+    with folder_lock(out, busy):
+        result = _assess(world, audit, wrapper, policies, settings, gold, Path(out) / JOURNAL)
+        atomic_write_json(Path(out) / "assessment.json", result)
+        atomic_write_text(Path(out) / "assessment.md", markdown(result))
+    return result
+
+
+def _assess(
+    world: Path,
+    audit: dict,
+    wrapper: Path | None,
+    policies: dict[str, Path] | None,
+    settings: CertifySettings | None,
+    gold: Path | None,
+    journal: Path | None,
+) -> dict:
     settings = settings or CertifySettings()
-    chosen = {**runs_of(world), **(policies or {})}
+    runs = runs_of(world)
+    for name in policies or {}:
+        if name in runs:
+            raise ConfigError(
+                f"--policy {name}=...: {world}/runs/{name} is assessed under that name already; "
+                "give the policy another NAME"
+            )
+    chosen = {**runs, **(policies or {})}
     if not chosen:
         raise RateError(f"{world}/runs holds no run (no */checkpoint) and no --policy was given")
     for path in chosen.values():
@@ -191,15 +279,27 @@ def assess_world(
     for name in unfinished:
         log.warning("assess: %s/runs/%s not assessed (%s)", world, name, NO_CHECKPOINT)
     features = flagged_features(audit)
-    # One certifier for every run: the gold set loads, and its own passes run, once.
-    certifier = Certifier.load(world, wrapper, load_gold(world, gold))
     reference_use = feature_use(
         load_policy(Path(world) / "policy"), features, settings.fresh_per_family, settings.seed
     )
+    certifier = None
     rows = []
     for name, path in chosen.items():
-        log.info("assess: %s", name)
-        rows.append(assess_policy(certifier, name, path, features, reference_use, settings))
+        key = assessment_key(world, name, path, wrapper, gold, settings, features)
+        kept = journal / f"{name}.json" if journal else None
+        row = _kept(kept, key) if kept else None
+        if row is not None:
+            log.info("assess: %s, kept from %s", name, kept)
+        else:
+            if certifier is None:
+                # One certifier for every run, loaded only if one needs certifying: the gold
+                # set loads, and its own passes run, once.
+                certifier = Certifier.load(world, wrapper, load_gold(world, gold))
+            log.info("assess: %s", name)
+            row = assess_policy(certifier, name, path, features, reference_use, settings)
+            if kept:
+                atomic_write_json(kept, {"key": key, "row": row})
+        rows.append(row)
     return {
         "world": str(world),
         "gold": str(gold) if gold else None,

@@ -14,13 +14,26 @@ from rate.errors import ConfigError
 from rate.parallel import add_jobs_argument
 
 
-def named_paths(items: list[str], flag: str = "--policy") -> dict[str, Path]:
-    """``NAME=DIR`` arguments as a mapping, each malformed one a one-line error."""
+def named_paths(
+    items: list[str], flag: str = "--policy", file_name: bool = True
+) -> dict[str, Path]:
+    """``NAME=DIR`` arguments as a mapping, each malformed one a one-line error. Each NAME is
+    given once; with ``file_name`` (a NAME that names output files) it is one part of a file
+    name, never a path."""
+    from rate.store import is_name_part
+
     out = {}
     for item in items:
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
             raise ConfigError(f"{flag} {item!r}: expected NAME=DIR")
+        if file_name and not is_name_part(name):
+            raise ConfigError(
+                f"{flag} {item!r}: NAME may hold letters, digits and _ . + = - and not start "
+                "with a dot"
+            )
+        if name in out:
+            raise ConfigError(f"{flag} {name}=...: NAME given twice; give each its own NAME")
         out[name] = Path(path)
     return out
 
@@ -140,16 +153,30 @@ def register(tiny: argparse._SubParsersAction) -> None:
 
 
 def cmd_certify(args: argparse.Namespace) -> int:
-    from rate.certify.certify import certify_policy, markdown
-    from rate.io import atomic_write_json, atomic_write_text, ensure_dir
+    import contextlib
 
-    if args.out:
-        ensure_dir(args.out.parent)  # a folder that cannot be made fails now, not after the work
-    report = certify_policy(args.world, args.policy, args.wrapper, args.gold, _settings(args))
-    table = markdown(report)
-    if args.out:
-        atomic_write_json(args.out.with_suffix(".json"), report)
-        atomic_write_text(args.out.with_suffix(".md"), table)
+    from rate.certify.certify import certify_policy, markdown
+    from rate.errors import BusyError
+    from rate.io import atomic_write_json, atomic_write_text, folder_lock
+
+    settings = _settings(args)
+    busy = lambda pid: BusyError(  # noqa: E731
+        f"{args.out}: another certificate (pid {pid}) is being written to this --out; wait for "
+        "it to finish or choose another --out"
+    )
+    # The lock makes the folder first (one that cannot be made fails now, not after the
+    # work) and keeps OUT.json and OUT.md of two certificates written at once from mixing.
+    lock = (
+        folder_lock(args.out.parent, busy, name=f".{args.out.name}.lock")
+        if args.out
+        else contextlib.nullcontext()
+    )
+    with lock:
+        report = certify_policy(args.world, args.policy, args.wrapper, args.gold, settings)
+        table = markdown(report)
+        if args.out:
+            atomic_write_json(args.out.with_suffix(".json"), report)
+            atomic_write_text(args.out.with_suffix(".md"), table)
     print(table, end="")
     print(json.dumps({"decision": report["verdict"]["decision"]}))
     return 0
@@ -157,24 +184,23 @@ def cmd_certify(args: argparse.Namespace) -> int:
 
 def cmd_assess(args: argparse.Namespace) -> int:
     from rate.certify.assess import assess_world, markdown
-    from rate.io import atomic_write_json, atomic_write_text, ensure_dir, read_json
+    from rate.io import read_json
 
     policies = named_paths(args.policy)
     audit = read_json(args.audit)
     if not isinstance(audit, dict) or "candidates" not in audit:
         raise ConfigError(f"{args.audit}: not a `rate audit` JSON (no 'candidates')")
-    ensure_dir(args.out)  # a folder that cannot be made fails now, not after the certificates
-    result = assess_world(args.world, audit, args.wrapper, policies, _settings(args), args.gold)
-    table = markdown(result)
-    atomic_write_json(args.out / "assessment.json", result)
-    atomic_write_text(args.out / "assessment.md", table)
-    print(table, end="")
+    # The folder is locked (made first: one that cannot be made fails before the
+    # certificates) and written by assess_world; a rerun reuses the rows of unchanged runs.
+    result = assess_world(
+        args.world, audit, args.wrapper, policies, _settings(args), args.gold, args.out
+    )
+    print(markdown(result), end="")
     return 0
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from rate.certify.recipes import markdown, recipe_sweep
-    from rate.io import atomic_write_text
 
     try:
         kls = [float(v) for v in args.kl.split(",") if v.strip()]
@@ -190,7 +216,5 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         args.world, args.out, kls, args.steps, args.save_every, args.wrapper,
         args.seed, _settings(args), args.selection, args.jobs, args.refine, args.gold,
     )  # fmt: skip
-    table = markdown(result)
-    atomic_write_text(args.out / "sweep.md", table)
-    print(table, end="")
+    print(markdown(result), end="")  # written with sweep.json as OUT/sweep.md
     return 0

@@ -24,7 +24,7 @@ import numpy as np
 from rate.certify.certify import Certifier, CertifySettings, load_gold
 from rate.certify.estimators import abstains, ess
 from rate.errors import BusyError, ConfigError
-from rate.io import atomic_write_json, folder_lock, read_json
+from rate.io import atomic_write_json, atomic_write_text, folder_lock, read_json
 from rate.parallel import run_jobs
 from rate.progress import progress
 from rate.tinyrlhf.data import LabelledSet
@@ -251,7 +251,10 @@ def recipe_sweep(
                     for f, r in held_out["per_family"].items()
                 },
             }
+        # Both inside the lock: a sweep started as this one ends never pairs its .md with
+        # this .json.
         atomic_write_json(out / "sweep.json", result)
+        atomic_write_text(out / "sweep.md", markdown(result))
         return result
 
 

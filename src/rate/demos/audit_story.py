@@ -20,7 +20,7 @@ from rate.audit.wrapper import tokens_without_positions, write_wrapper
 from rate.certify.assess import assess_world
 from rate.certify.assess import markdown as assessment_table
 from rate.certify.certify import CertifySettings
-from rate.io import atomic_write_json, read_json
+from rate.io import atomic_write_json, ensure_dir, read_json
 from rate.settings import project_dir
 from rate.studies.release import check_assessment
 from rate.tinyrlhf.audit_truth import check_audit
@@ -37,8 +37,7 @@ def run_audit_demo(
     world = ensure_world(
         world or project_dir() / "tinyrlhf" / ("world_small" if small else "world"), small
     )
-    out = out or project_dir() / "audit_demo"
-    out.mkdir(parents=True, exist_ok=True)
+    out = ensure_dir(out or project_dir() / "audit_demo")
 
     print("1. Audit: which features does the reward model pay for beyond expert quality?")
     audit_path = out / "audit.json"
@@ -79,8 +78,10 @@ def run_audit_demo(
 
     print("4-5. Certification from gold alone, and the assessment of every run:")
     settings = CertifySettings(fresh_per_family=min(500, per_family))
-    assessment = assess_world(world, audit, wrapper, {"corrected": run / "checkpoint"}, settings)
-    atomic_write_json(out / "assessment.json", assessment)
+    # Written to out/assessment.json and .md; a rerun reuses the certificates of unchanged runs.
+    assessment = assess_world(
+        world, audit, wrapper, {"corrected": run / "checkpoint"}, settings, out=out
+    )
     print(assessment_table(assessment), end="")
 
     print("6. Against the truth (true quality on the balanced mix, the oracle's rule: gain "

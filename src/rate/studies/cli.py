@@ -381,7 +381,8 @@ def proposal_cells(items: list[str]) -> dict[tuple[str, float], Path]:
     from rate.errors import ConfigError
 
     out = {}
-    for name, path in named_paths(items, "--proposal").items():
+    # A proposal's name is parsed below, and names no file.
+    for name, path in named_paths(items, "--proposal", file_name=False).items():
         kind, sep, beta = name.partition(":")
         try:
             value = float(beta)

@@ -13,6 +13,7 @@ import fcntl
 import grp
 import hashlib
 import json
+import logging
 import math
 import numbers
 import os
@@ -27,6 +28,8 @@ from typing import IO, Any
 from rate.errors import DataFileError, RateError, WriteError
 
 PathLike = str | os.PathLike[str]
+
+log = logging.getLogger(__name__)
 
 _JSON_TYPE_NAMES = {
     list: "an array",
@@ -443,3 +446,26 @@ def content_digest(*parts: Any, paths: Iterable[PathLike | None] = ()) -> str:
             except OSError as err:
                 raise _read_error(f, err) from None
     return h.hexdigest()
+
+
+def read_kept(path: PathLike, key: str) -> Any | None:
+    """The value :func:`keep` wrote to ``path`` under ``key``; None when there is none, it
+    was kept under another key (its inputs changed), or the file is damaged (logged: what is
+    damaged is computed anew, not trusted)."""
+    p = Path(path)
+    if not p.is_file():
+        return None
+    try:
+        kept = read_json(p)
+    except DataFileError as err:
+        log.warning("%s; computing it anew", err)
+        return None
+    if isinstance(kept, dict) and kept.get("key") == key and "value" in kept:
+        return kept["value"]
+    return None
+
+
+def keep(path: PathLike, key: str, value: Any) -> None:
+    """Keep ``value`` at ``path`` (atomically) for :func:`read_kept` under ``key``, a
+    :func:`content_digest` of what it was computed from."""
+    atomic_write_json(path, {"key": key, "value": value})

@@ -303,7 +303,7 @@ def test_a_rerun_of_an_assessment_certifies_only_the_runs_whose_inputs_changed(
     weights = {fam: float(fam != "dune") for fam in FAMILY_ID}
     config.write_text(json.dumps({**json.loads(config.read_text()), "family_weights": weights}))
     (out / JOURNAL / "kl002-s1500.json").write_text('{"key": ')
-    with caplog.at_level("WARNING", logger="rate.certify.assess"):
+    with caplog.at_level("WARNING"):
         assess_world(world, audit, None, settings=settings, out=out)
     assert sorted(certified) == ["kl002-s1500", "kl05-s800"]
     assert "kl002-s1500.json:1: not valid JSON" in caplog.text
@@ -430,6 +430,59 @@ def test_the_sweep_certifies_every_checkpoint_and_reports_on_held_out_gold(small
     assert "On the whole gold set (240 rows; no label chose it)" in out.stdout
     assert (tmp_path / "sweep" / "kl0.1-s12" / "checkpoint" / "policy.safetensors").stat(
     ).st_mtime_ns == first.st_mtime_ns  # fmt: skip
+
+
+def test_a_rerun_of_a_sweep_screens_only_what_is_new(small_world, tmp_path, monkeypatch, caplog):
+    from rate.certify import recipes
+
+    calls = []
+    screen, certify = recipes.screen, recipes.Certifier.certify
+
+    def screened(certifier, path, settings):
+        calls.append(("screen", path.parent.name if path.name == "checkpoint" else path.name))
+        return screen(certifier, path, settings)
+
+    def certified(self, path, settings):
+        calls.append(("certify", path.name))
+        return certify(self, path, settings)
+
+    monkeypatch.setattr(recipes, "screen", screened)
+    monkeypatch.setattr(recipes.Certifier, "certify", certified)
+    settings = CertifySettings(60, 50, plan_per_family=0)
+    out = tmp_path / "sweep"
+
+    def sweep(kls, **kwargs):
+        calls.clear()
+        return recipes.recipe_sweep(
+            small_world, out, kls, 6, 3, None, settings=settings, jobs=1, **kwargs
+        )
+
+    first = sweep([0.1])
+    assert sorted(calls) == [("certify", "checkpoint"), ("screen", "kl0.1-s6"),
+                             ("screen", "step_000003")]  # fmt: skip
+    assert first["chosen"], "6 steps from the reference: its weights support a certificate"
+    written = (out / "sweep.json").read_text()
+    sweep([0.1])  # the same inputs: nothing screened or certified, the same bytes
+    assert calls == []
+    assert (out / "sweep.json").read_text() == written
+    sweep([0.1, 0.05])  # a run added: only its checkpoints are screened
+    assert sorted(c for c in calls if c[0] == "screen") == [
+        ("screen", "kl0.05-s6"), ("screen", "step_000003"),
+    ]  # fmt: skip
+    (out / recipes.SCREENED / "screen-kl0.1-s6-3.json").write_text("{")  # damaged
+    with caplog.at_level("WARNING"):
+        sweep([0.1])
+    assert calls == [("screen", "step_000003")] and "not valid JSON" in caplog.text
+    assert (out / "sweep.json").read_text() == written  # and computed anew, the same
+    gold = tmp_path / "gold.jsonl"  # another gold set: every screen is new
+    lines = (small_world / "data" / "gold_calib.jsonl").read_text().splitlines()
+    gold.write_text("\n".join(lines[: len(lines) - 5]) + "\n")
+    sweep([0.1], gold_path=gold)
+    assert sorted(c for c in calls if c[0] == "screen") == [
+        ("screen", "kl0.1-s6"), ("screen", "step_000003"),
+    ]  # fmt: skip
+    sweep([0.1], selection="split")  # another way to choose: certified anew on its half
+    assert ("certify", "step_000003") in calls and not any(c[0] == "screen" for c in calls)
 
 
 def test_the_screen_reads_the_gold_set_it_is_given(small_world, tmp_path):
@@ -707,6 +760,26 @@ def test_the_release_study_and_the_coverage_harness(small_world, tmp_path, monke
     reused = harness.true_values(small_world, small_world / "policy", 200, cache)
     assert all(r["kl"] == pytest.approx(0, abs=1e-9) for r in reused["per_family"].values())
     assert harness.true_values(small_world, policies["kl05"], 200, cache) != reused
+    # A policy retrained in place (the same folder, other weights) is another study, and its
+    # cached truth is evaluated anew.
+    moved = tmp_path / "kl05-copy"
+    shutil.copytree(policies["kl05"], moved)
+    copies = {"kl05": moved}
+    first = coverage_study(
+        small_world, copies, tmp_path / "cov3", None, sets=1, truth_per_family=200,
+        settings=CertifySettings(40, 100),
+    )  # fmt: skip
+    shutil.rmtree(moved)
+    shutil.copytree(small_world / "runs" / "kl002-s1500" / "checkpoint", moved)
+    truth = tmp_path / "cov3" / "truth" / "kl05.json"
+    before = json.loads(truth.read_text())
+    with pytest.raises(RateError, match="a world or policy rebuilt in place"):
+        coverage_study(
+            small_world, copies, tmp_path / "cov3", None, sets=1, truth_per_family=200,
+            settings=CertifySettings(40, 100),
+        )  # fmt: skip
+    assert harness.true_values(small_world, moved, 200, truth) != before
+    assert first["cells"]  # the first study tallied its set
     # A study with other settings never resumes from (or mixes into) this one's sets.
     with pytest.raises(RateError, match="another coverage study"):
         coverage_study(

@@ -24,9 +24,17 @@ from pathlib import Path
 import torch
 
 from rate import __version__
-from rate.certify.certify import Certifier, CertifySettings, load_gold
-from rate.errors import BusyError, ConfigError, DataFileError, RateError
-from rate.io import atomic_write_json, atomic_write_text, content_digest, folder_lock, read_json
+from rate.certify.certify import Certifier, CertifySettings, certifier_digest, load_gold
+from rate.errors import BusyError, ConfigError, RateError
+from rate.io import (
+    atomic_write_json,
+    atomic_write_text,
+    content_digest,
+    folder_lock,
+    keep,
+    read_json,
+    read_kept,
+)
 from rate.tinyrlhf.data import pool_from_records
 from rate.tinyrlhf.models import load_policy
 from rate.tinyrlhf.prompts import balanced, make_prompts
@@ -179,49 +187,26 @@ def unfinished_runs(world: Path) -> list[str]:
 
 
 def assessment_key(
-    world: Path,
     name: str,
     policy_dir: Path,
-    wrapper: Path | None,
-    gold: Path | None,
+    certifier_key: str,
     settings: CertifySettings,
     features: dict[str, list[str]],
 ) -> str:
-    """A digest of everything one run's assessment reads: the policy, the reference, the
-    reward model, the gold labels, the wrapper, the run's config and dev figures, the settings
-    and the audit's flags."""
-    world, run = Path(world), Path(policy_dir).parent
+    """A digest of everything one run's assessment reads: the policy, the certifier's inputs
+    (``certifier_key``: :func:`certifier_digest`), the run's config and dev figures, the
+    settings and the audit's flags."""
+    run = Path(policy_dir).parent
     return content_digest(
         JOURNAL_VERSION,
         __version__,
         name,
         str(policy_dir),
+        certifier_key,
         dataclasses.asdict(settings),
         features,
-        paths=[
-            policy_dir,
-            world / "policy",
-            world / "reward_model",
-            Path(gold) if gold else world / "data" / "gold_calib.jsonl",
-            wrapper,
-            run / "run_config.json",
-            run / "dev_eval.json",
-        ],
+        paths=[policy_dir, run / "run_config.json", run / "dev_eval.json"],
     )
-
-
-def _kept(path: Path, key: str) -> dict | None:
-    """The row kept at ``path`` if it was computed from the inputs ``key`` names."""
-    if not path.is_file():
-        return None
-    try:
-        kept = read_json(path)
-    except DataFileError as err:  # a damaged file is computed anew, not trusted
-        log.warning("assess: %s; assessing that run anew", err)
-        return None
-    if isinstance(kept, dict) and kept.get("key") == key and isinstance(kept.get("row"), dict):
-        return kept["row"]
-    return None
 
 
 def assess_world(
@@ -283,11 +268,12 @@ def _assess(
         load_policy(Path(world) / "policy"), features, settings.fresh_per_family, settings.seed
     )
     certifier = None
+    certifier_key = certifier_digest(world, wrapper, gold) if journal else ""
     rows = []
     for name, path in chosen.items():
-        key = assessment_key(world, name, path, wrapper, gold, settings, features)
         kept = journal / f"{name}.json" if journal else None
-        row = _kept(kept, key) if kept else None
+        key = assessment_key(name, path, certifier_key, settings, features) if kept else ""
+        row = read_kept(kept, key) if kept else None
         if row is not None:
             log.info("assess: %s, kept from %s", name, kept)
         else:
@@ -298,7 +284,7 @@ def _assess(
             log.info("assess: %s", name)
             row = assess_policy(certifier, name, path, features, reference_use, settings)
             if kept:
-                atomic_write_json(kept, {"key": key, "row": row})
+                keep(kept, key, row)
         rows.append(row)
     return {
         "world": str(world),

@@ -32,6 +32,7 @@ from rate.certify.estimators import (
     snips_replicates,
     split_folds,
 )
+from rate.io import content_digest
 from rate.tinyrlhf.data import LabelledSet, PromptPool, load_labelled, pool_from_records
 from rate.tinyrlhf.models import Policy, RewardModel, load_policy, load_reward_model
 from rate.tinyrlhf.prompts import balanced, make_prompts
@@ -420,8 +421,22 @@ def plan_gold(
     )
 
 
+def gold_path(world: Path, gold: Path | None = None) -> Path:
+    """The gold labels' file: ``gold``, else the world's gold set."""
+    return Path(gold) if gold else Path(world) / "data" / "gold_calib.jsonl"
+
+
 def load_gold(world: Path, gold: Path | None = None) -> LabelledSet:
-    return load_labelled(Path(gold) if gold else Path(world) / "data" / "gold_calib.jsonl")
+    return load_labelled(gold_path(world, gold))
+
+
+def certifier_digest(world: Path, wrapper: Path | None, gold: Path | None) -> str:
+    """A :func:`~rate.io.content_digest` of what a :class:`Certifier` reads (the reference,
+    the reward model, the wrapper, the gold labels), for results kept for a rerun."""
+    world = Path(world)
+    return content_digest(
+        paths=[world / "policy", world / "reward_model", wrapper, gold_path(world, gold)]
+    )
 
 
 def certify_policy(

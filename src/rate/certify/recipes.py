@@ -17,14 +17,24 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from rate.certify.certify import Certifier, CertifySettings, load_gold
+from rate import __version__
+from rate.certify.certify import Certifier, CertifySettings, certifier_digest, load_gold
 from rate.certify.estimators import abstains, ess
 from rate.errors import BusyError, ConfigError
-from rate.io import atomic_write_json, atomic_write_text, folder_lock, read_json
+from rate.io import (
+    atomic_write_json,
+    atomic_write_text,
+    content_digest,
+    folder_lock,
+    keep,
+    read_json,
+    read_kept,
+)
 from rate.parallel import run_jobs
 from rate.progress import progress
 from rate.tinyrlhf.data import LabelledSet
@@ -33,6 +43,11 @@ from rate.tinyrlhf.rl import load_rl_config, train_rl
 from rate.tinyrlhf.vocab import FAMILIES
 
 log = logging.getLogger(__name__)
+
+# Where a sweep keeps each checkpoint's screen and its final certificate for a rerun; bump the
+# version when what they compute changes, so that kept results are computed anew.
+SCREENED = "screened"
+KEPT_VERSION = 1
 
 
 def split_gold(families: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -190,24 +205,44 @@ def recipe_sweep(
         tasks = [(world, out, kl, steps, save_every, wrapper, seed) for kl in kl_coefs]
         runs = dict(run_jobs(train_once, tasks, jobs))
 
+        # Each checkpoint's screen is kept under out/screened with a digest of its inputs,
+        # so that a rerun (after a kill, or to refine further) screens only what is new.
+        certifier_key = certifier_digest(world, wrapper, gold_path)
+
+        def kept_or(
+            kind: str, kl: float, step: int, path: Path, compute: Callable[[], dict]
+        ) -> dict:
+            key = content_digest(
+                KEPT_VERSION, __version__, kind, selection, seed, certifier_key,
+                dataclasses.asdict(settings), paths=[path],
+            )  # fmt: skip
+            where = out / SCREENED / f"{kind}-{run_name(kl, steps)}-{step}.json"
+            value = read_kept(where, key)
+            if value is None:
+                value = compute()
+                keep(where, key, value)
+            return value
+
+        def screened(path: Path) -> dict:
+            if selector is None:
+                return screen(certifier, path, settings)
+            cert = selector.certify(path, settings)
+            b = cert["balanced"]
+            return {
+                "decision": cert["verdict"]["decision"],
+                "reasons": cert["verdict"]["reasons"],
+                "dr": b["dr"],
+                "dr_gain": b["dr_gain"],
+                "min_ess": b["min_ess"],
+            }
+
         def screen_run(kl: float, run: Path) -> list[dict]:
             rows = []
             checkpoints = checkpoints_of(run)
             what = "screening" if selector is None else "certifying"
             for step, path in progress(checkpoints.items(), f"{what} {run.name}", len(checkpoints)):
                 row = {"kl_coef": kl, "step": step, "checkpoint": str(path)}
-                if selector is None:
-                    row.update(screen(certifier, path, settings))
-                else:
-                    cert = selector.certify(path, settings)
-                    b = cert["balanced"]
-                    row.update(
-                        decision=cert["verdict"]["decision"],
-                        reasons=cert["verdict"]["reasons"],
-                        dr=b["dr"],
-                        dr_gain=b["dr_gain"],
-                        min_ess=b["min_ess"],
-                    )
+                row.update(kept_or("screen", kl, step, path, lambda path=path: screened(path)))
                 rows.append(row)
             return rows
 
@@ -242,15 +277,21 @@ def recipe_sweep(
             "best_uncertified": None if chosen else uncertified,
         }
         if chosen is not None:
-            held_out = reporter.certify(Path(chosen["checkpoint"]), settings)
-            result["held_out"] = {
-                "balanced": held_out["balanced"],
-                "verdict": held_out["verdict"],
-                "per_family": {
-                    f: {"dr": r["dr"], "dr_gain": r["dr_gain"], "ess": r["ess"]}
-                    for f, r in held_out["per_family"].items()
-                },
-            }
+
+            def report() -> dict:
+                held_out = reporter.certify(Path(chosen["checkpoint"]), settings)
+                return {
+                    "balanced": held_out["balanced"],
+                    "verdict": held_out["verdict"],
+                    "per_family": {
+                        f: {"dr": r["dr"], "dr_gain": r["dr_gain"], "ess": r["ess"]}
+                        for f, r in held_out["per_family"].items()
+                    },
+                }
+
+            result["held_out"] = kept_or(
+                "report", chosen["kl_coef"], chosen["step"], Path(chosen["checkpoint"]), report
+            )
         # Both inside the lock: a sweep started as this one ends never pairs its .md with
         # this .json.
         atomic_write_json(out / "sweep.json", result)
@@ -258,11 +299,16 @@ def recipe_sweep(
         return result
 
 
+def run_name(kl: float, steps: int) -> str:
+    """The folder of the sweep's run at ``kl``."""
+    return f"kl{kl:g}-s{steps}"
+
+
 def train_once(
     world: Path, out: Path, kl: float, steps: int, save_every: int, wrapper: Path | None, seed: int
 ) -> Path:
     """The sweep's run at ``kl``, trained unless it is finished."""
-    run = out / f"kl{kl:g}-s{steps}"
+    run = out / run_name(kl, steps)
     if not (run / "checkpoint").is_dir():
         base = load_rl_config(world / "configs" / "default.json")
         config = dataclasses.replace(

@@ -24,6 +24,7 @@ from rate.errors import BusyError, RateError
 from rate.io import (
     atomic_write_bytes,
     atomic_write_json,
+    content_digest,
     folder_lock,
     json_safe,
     jsonl_writer,
@@ -35,7 +36,7 @@ from rate.io import (
 from rate.progress import progress
 from rate.store import git_commit
 from rate.tinyrlhf.data import LabelledSet, labelled_rows, pool_from_records
-from rate.tinyrlhf.evaluate import evaluate_policy, load_oracle
+from rate.tinyrlhf.evaluate import TRUTH_FILE, evaluate_policy, load_oracle
 from rate.tinyrlhf.labels import expert_labels
 from rate.tinyrlhf.models import load_policy, load_reward_model
 from rate.tinyrlhf.prompts import balanced, make_prompts
@@ -56,8 +57,16 @@ SETS_FILE = "sets.jsonl"  # every gold set's certificates, appended as the study
 
 def true_values(world: Path, policy_dir: Path, per_family: int, cache: Path) -> dict:
     """A policy's true quality and KL per family and balanced (cached with what it was made
-    of, so that a name reused for another policy folder is evaluated anew)."""
-    made_of = {"world": str(world), "policy": str(policy_dir), "samples_per_family": per_family}
+    of, the folders' contents too, so that a name reused for another policy folder, or a
+    policy or world rebuilt in place, is evaluated anew)."""
+    made_of = {
+        "world": str(world),
+        "policy": str(policy_dir),
+        "samples_per_family": per_family,
+        "contents": content_digest(
+            paths=[policy_dir, Path(world) / "policy", Path(world) / TRUTH_FILE]
+        ),
+    }
     if cache.is_file():
         cached = read_json(cache)
         if cached.get("made_of") == made_of:
@@ -144,6 +153,17 @@ def coverage_study(
             "gold_per_family": gold_per_family,
             "settings": vars(settings),
             "commit": git_commit(),
+            # The contents too: a world rebuilt or a run retrained in the same folder is
+            # another study, whose sets must not mix with these.
+            "contents": content_digest(
+                paths=[
+                    world / "policy",
+                    world / "reward_model",
+                    world / TRUTH_FILE,
+                    wrapper,
+                    *policies.values(),
+                ]
+            ),  # fmt: skip
         }
         journal = SetsJournal(out / SETS_FILE, header)
         done = {r["seed"]: r for r in journal.load()}
@@ -272,7 +292,8 @@ class SetsJournal:
         if header != self.header:
             raise RateError(
                 f"{self.path}: made by another coverage study (other policies, wrapper, "
-                "settings or commit); choose another --out, or delete the file to start over"
+                "settings, commit, or a world or policy rebuilt in place); choose another "
+                "--out, or delete the file to start over"
             )
         records = []
         for line in lines[1:-1]:  # the piece after the last newline is incomplete

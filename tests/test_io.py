@@ -13,6 +13,7 @@ from rate.io import (
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
+    check_made_from,
     content_digest,
     ensure_dir,
     read_json,
@@ -263,3 +264,32 @@ def test_a_content_digest_follows_the_bytes_not_the_place(tmp_path):
     (moved / "w").write_bytes(b"")
     one = content_digest(paths=[moved / "x.bin"])
     assert one != content_digest(paths=[moved / "w"]) != content_digest(paths=[None])
+
+
+def test_a_folder_made_from_other_inputs_is_refused(tmp_path):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    check_made_from(folder, {"world": "abc", "seed": 0}, "a sweep's runs")  # recorded
+    check_made_from(folder, {"world": "abc", "seed": 0}, "a sweep's runs")  # the same: resumes
+    with pytest.raises(RateError, match=r"out: holds a sweep's runs made from other inputs "
+                       r"\(seed, world differ\); choose another --out"):  # fmt: skip
+        check_made_from(folder, {"world": "abd", "seed": 1}, "a sweep's runs")
+    with pytest.raises(RateError, match=r"\(extra differ\)"):
+        check_made_from(folder, {"world": "abc", "seed": 0, "extra": None}, "x")
+    (folder / ".made_from.json").write_text("[1")  # damaged: nothing can be trusted
+    with pytest.raises(RateError, match=r"\(seed, world differ\)"):
+        check_made_from(folder, {"world": "abc", "seed": 0}, "x")
+
+
+def test_a_world_rebuilt_in_place_has_another_build_digest(small_world, tmp_path):
+    import shutil
+
+    from rate.tinyrlhf.data import BUILD_PARTS, build_digest
+
+    copy = tmp_path / "world"
+    for part in BUILD_PARTS:
+        shutil.copytree(small_world / part, copy / part)
+    assert build_digest(copy) == build_digest(small_world)  # moved, or its truth/ and runs/ gone
+    with open(copy / "data" / "prompts_train.jsonl", "a") as f:
+        f.write("\n")
+    assert build_digest(copy) != build_digest(small_world)

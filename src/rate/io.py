@@ -469,3 +469,32 @@ def keep(path: PathLike, key: str, value: Any) -> None:
     """Keep ``value`` at ``path`` (atomically) for :func:`read_kept` under ``key``, a
     :func:`content_digest` of what it was computed from."""
     atomic_write_json(path, {"key": key, "value": value})
+
+
+# The record of what an output folder's work is made from (:func:`check_made_from`).
+MADE_FROM = ".made_from.json"
+
+
+def check_made_from(folder: PathLike, made_from: dict[str, Any], what: str) -> None:
+    """Record in ``folder`` what its work is made from, or, where a record is there already,
+    refuse to go on from another: a rerun resumes its own work and never mixes in work made
+    from other inputs (``what`` names the work in the error). Call it under the folder's
+    lock."""
+    path = Path(folder) / MADE_FROM
+    record = json_safe(made_from)
+    if path.is_file():
+        try:
+            before = read_json(path)
+        except DataFileError:
+            before = None
+        if before != record:
+            before = before if isinstance(before, dict) else {}  # a damaged record: all differ
+            changed = sorted(
+                k for k in record.keys() | before.keys() if before.get(k, ...) != record.get(k)
+            )
+            raise RateError(
+                f"{folder}: holds {what} made from other inputs ({', '.join(changed)} differ); "
+                "choose another --out, or delete the folder to start over"
+            )
+        return
+    atomic_write_json(path, record)

@@ -483,6 +483,11 @@ def test_a_rerun_of_a_sweep_screens_only_what_is_new(small_world, tmp_path, monk
     ]  # fmt: skip
     sweep([0.1], selection="split")  # another way to choose: certified anew on its half
     assert ("certify", "step_000003") in calls and not any(c[0] == "screen" for c in calls)
+    # The runs are reused by name: a sweep of another RL seed into this folder would choose
+    # among seed-0 runs, and stops before any work instead.
+    with pytest.raises(RateError, match=r"made from other inputs \(seed differ\)"):
+        sweep([0.1, 0.2], seed=1)
+    assert calls == [] and not (out / "kl0.2-s6").exists()
 
 
 def test_the_screen_reads_the_gold_set_it_is_given(small_world, tmp_path):
@@ -702,6 +707,16 @@ def test_the_release_study_and_the_coverage_harness(small_world, tmp_path, monke
     assert "| R1 (kl 0.1, 10 steps) | oracle |" in out.stdout
     oracle_py = (tmp_path / "rel" / "wrappers" / "oracle.py").read_text()
     assert "CORRECTIONS" in oracle_py
+    # Its runs' evaluations are reused by name: a rerun on another number of prompts would
+    # mix them with its own, and stops with a one-line error instead.
+    other = run_rate(
+        ["study", "release", "--world", str(small_world), "--out", str(tmp_path / "rel"),
+         "--seeds", "0", "--recipes", "R1", "--steps", "10", "--per-family", "50"],
+        tmp_path, check=False,
+    )  # fmt: skip
+    assert other.returncode != 0 and "Traceback" not in other.stderr
+    assert "made from other inputs (per_family differ)" in other.stderr
+    assert json.loads((tmp_path / "rel" / "release_study.json").read_text()) == study
 
     from rate.studies.certify import coverage_study
 

@@ -29,6 +29,7 @@ from rate.errors import BusyError, ConfigError
 from rate.io import (
     atomic_write_json,
     atomic_write_text,
+    check_made_from,
     content_digest,
     folder_lock,
     keep,
@@ -37,7 +38,7 @@ from rate.io import (
 )
 from rate.parallel import run_jobs
 from rate.progress import progress
-from rate.tinyrlhf.data import LabelledSet
+from rate.tinyrlhf.data import LabelledSet, build_digest
 from rate.tinyrlhf.models import load_policy
 from rate.tinyrlhf.rl import load_rl_config, train_rl
 from rate.tinyrlhf.vocab import FAMILIES
@@ -191,6 +192,15 @@ def recipe_sweep(
     # written, and every screen reads the same set without parsing it again.
     gold = load_gold(world, gold_path)
     with folder_lock(out, busy):
+        # The runs are reused by name: never those trained from another build of the world,
+        # another wrapper or another seed.
+        made_from = {
+            "world_build": build_digest(world),
+            "wrapper": content_digest(paths=[wrapper]),
+            "seed": seed,
+            "save_every": save_every,
+        }
+        check_made_from(out, made_from, "a sweep's runs")
         settings = settings or CertifySettings()
         # One certifier for every screen and the final certificate: the gold set's own passes
         # (the reference's log-probabilities, the corrected reward) run once, not per checkpoint.

@@ -18,10 +18,17 @@ from rate.audit.run import load_inputs, run_audit
 from rate.audit.scan import AuditSettings
 from rate.audit.wrapper import corrections, tokens_without_positions, write_corrections
 from rate.errors import BusyError
-from rate.io import atomic_write_json, folder_lock, read_json
+from rate.io import (
+    atomic_write_json,
+    check_made_from,
+    content_digest,
+    folder_lock,
+    read_json,
+)
 from rate.parallel import run_jobs
 from rate.tinyrlhf.audit_truth import oracle_corrections
-from rate.tinyrlhf.evaluate import evaluate_policy, load_oracle
+from rate.tinyrlhf.data import build_digest
+from rate.tinyrlhf.evaluate import TRUTH_FILE, evaluate_policy, load_oracle
 from rate.tinyrlhf.models import load_policy, load_reward_model
 from rate.tinyrlhf.rl import load_rl_config, train_rl
 from rate.tinyrlhf.vocab import FAMILIES
@@ -120,6 +127,15 @@ def run_release_study(
             "to finish (a rerun then resumes from its runs), or choose another --out"
         ),
     ):
+        # The runs and their evaluations are reused by name: never those of another build of
+        # the world (or of its truth) or evaluated on another number of prompts.
+        made_from = {
+            "world_build": build_digest(world),
+            "truth": content_digest(paths=[world / TRUTH_FILE]),
+            "recipes": recipes,
+            "per_family": per_family,
+        }
+        check_made_from(out, made_from, "a release study's runs")
         wrappers = write_wrappers(world, out)
         oracle, _ = load_oracle(world)
         ref_path = out / "reference_eval.json"

@@ -1,4 +1,5 @@
-"""Reading and writing the world's JSONL records, validated line by line."""
+"""Reading and writing the world's JSONL records, validated line by line; the digest of what a
+built world holds."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import torch
 
 from rate.errors import DataFileError
-from rate.io import read_jsonl
+from rate.io import content_digest, read_jsonl
 from rate.tinyrlhf.vocab import (
     FAMILIES,
     decode_responses,
@@ -116,3 +117,15 @@ def labelled_rows(pool: PromptPool, responses: torch.Tensor, labels: torch.Tenso
 def _line_numbers(path: Path) -> list[int]:
     """Line number of each non-blank row (read_jsonl skips blank lines)."""
     return [n for n, line in enumerate(Path(path).read_text().splitlines(), 1) if line.strip()]
+
+
+# What an analyst's tools read of a built world (not its truth/ or runs/): a digest of them
+# tells one build from another at the same path.
+BUILD_PARTS = ("configs", "data", "policy", "reward_model")
+
+
+def build_digest(world: Path) -> str:
+    """A :func:`~rate.io.content_digest` of the world's :data:`BUILD_PARTS`: what RL and the
+    certificates start from, so that outputs made from one build are never reused for
+    another built at the same path."""
+    return content_digest(paths=[Path(world) / part for part in BUILD_PARTS])

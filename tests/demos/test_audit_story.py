@@ -24,6 +24,10 @@ def test_the_audit_demo_tells_the_story_against_the_truth(small_world, tmp_path)
     stamp = (out / "corrected-run" / "checkpoint" / "policy.safetensors").stat().st_mtime_ns
     run_rate(args, tmp_path)
     assert (out / "corrected-run" / "checkpoint" / "policy.safetensors").stat().st_mtime_ns == stamp
+    # A rerun with another number of steps would reuse a run of 10: it stops instead.
+    other = run_rate([*args[:-4], "--steps", "12", *args[-2:]], tmp_path, check=False)
+    assert other.returncode != 0 and "Traceback" not in other.stderr
+    assert "made from other inputs (steps differ)" in other.stderr
 
 
 def test_the_demo_names_each_correction_per_occurrence_and_per_cell():

@@ -20,11 +20,13 @@ from rate.audit.wrapper import tokens_without_positions, write_wrapper
 from rate.certify.assess import assess_world
 from rate.certify.assess import markdown as assessment_table
 from rate.certify.certify import CertifySettings
-from rate.io import atomic_write_json, ensure_dir, read_json
+from rate.errors import BusyError
+from rate.io import atomic_write_json, check_made_from, ensure_dir, folder_lock, read_json
 from rate.settings import project_dir
 from rate.studies.release import check_assessment
 from rate.tinyrlhf.audit_truth import check_audit
 from rate.tinyrlhf.build import ensure_world
+from rate.tinyrlhf.data import build_digest
 from rate.tinyrlhf.rl import load_rl_config, train_rl
 
 log = logging.getLogger(__name__)
@@ -38,7 +40,20 @@ def run_audit_demo(
         world or project_dir() / "tinyrlhf" / ("world_small" if small else "world"), small
     )
     out = ensure_dir(out or project_dir() / "audit_demo")
+    busy = lambda pid: BusyError(  # noqa: E731
+        f"{out}: another audit demo (pid {pid}) is running in this folder; wait for it to "
+        "finish (a rerun then reuses its steps), or choose another --out"
+    )
+    # Its own lock name: the assessment inside takes the folder's plain lock.
+    with folder_lock(out, busy, name=".demo.lock"):
+        # The audit and the corrected run are reused by name: never those of another build
+        # of the world or another number of steps.
+        made_from = {"world_build": build_digest(world), "steps": steps}
+        check_made_from(out, made_from, "an audit demo's audit and corrected run")
+        return _tell(world, out, steps, per_family)
 
+
+def _tell(world: Path, out: Path, steps: int | None, per_family: int) -> int:
     print("1. Audit: which features does the reward model pay for beyond expert quality?")
     audit_path = out / "audit.json"
     if audit_path.is_file():

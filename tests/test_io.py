@@ -288,8 +288,13 @@ def test_a_world_rebuilt_in_place_has_another_build_digest(small_world, tmp_path
 
     copy = tmp_path / "world"
     for part in BUILD_PARTS:
-        shutil.copytree(small_world / part, copy / part)
+        (copy / part).parent.mkdir(parents=True, exist_ok=True)
+        copy_part = shutil.copytree if (small_world / part).is_dir() else shutil.copyfile
+        copy_part(small_world / part, copy / part)
     assert build_digest(copy) == build_digest(small_world)  # moved, or its truth/ and runs/ gone
+    (copy / "data" / "gold_more.jsonl").write_text("{}\n")  # a user's own gold set beside
+    (copy / "policy" / ".lock").write_text("123")  # a lock, not content
+    assert build_digest(copy) == build_digest(small_world)
     with open(copy / "data" / "prompts_train.jsonl", "a") as f:
         f.write("\n")
     assert build_digest(copy) != build_digest(small_world)

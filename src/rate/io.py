@@ -425,7 +425,8 @@ def folder_lock(
 
 def content_digest(*parts: Any, paths: Iterable[PathLike | None] = ()) -> str:
     """A sha256 hex digest of ``parts`` (as JSON) and of the bytes under ``paths``: a file's
-    bytes, a folder's files by their names within it, and a missing path (or None) as such. A
+    bytes, a folder's files by their names within it (hidden ones, such as locks and the
+    temporary files of writes under way, left out), and a missing path (or None) as such. A
     result cached under it is reused only on the same inputs, wherever they were moved."""
     h = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode() + b"\0")
     for i, path in enumerate(paths):
@@ -434,7 +435,15 @@ def content_digest(*parts: Any, paths: Iterable[PathLike | None] = ()) -> str:
         if p is None or not p.exists():
             h.update(b"missing\0")
             continue
-        files = [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file())
+        files = (
+            [p]
+            if p.is_file()
+            else sorted(
+                f
+                for f in p.rglob("*")
+                if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts)
+            )
+        )
         for f in files:
             name = f.relative_to(p).as_posix() if f != p else "."
             try:

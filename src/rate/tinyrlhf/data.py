@@ -119,9 +119,17 @@ def _line_numbers(path: Path) -> list[int]:
     return [n for n, line in enumerate(Path(path).read_text().splitlines(), 1) if line.strip()]
 
 
-# What an analyst's tools read of a built world (not its truth/ or runs/): a digest of them
-# tells one build from another at the same path.
-BUILD_PARTS = ("configs", "data", "policy", "reward_model")
+# What RL and an analyst's tools read of a built world (not its truth/, runs/ or anything a
+# user adds, such as more gold sets in data/): a digest of them tells one build from another
+# at the same path.
+BUILD_PARTS = (
+    "configs/default.json",
+    "data/prompts_train.jsonl",
+    "data/prompts_dev.jsonl",
+    "data/gold_calib.jsonl",
+    "policy",
+    "reward_model",
+)
 
 
 def build_digest(world: Path) -> str:

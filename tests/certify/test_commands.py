@@ -320,6 +320,12 @@ def test_a_rerun_of_an_assessment_certifies_only_the_runs_whose_inputs_changed(
     assess_world(world, audit, None, settings=settings, gold=gold, out=out)
     assert sorted(certified) == ["kl002-s1500", "kl05-s800"]
 
+    # Other code (an edit to the certificate's estimators, say) never reuses a kept row.
+    certified.clear()
+    monkeypatch.setattr("rate.certify.assess.code_digest", lambda name: "other code")
+    assess_world(world, audit, None, settings=settings, gold=gold, out=out)
+    assert sorted(certified) == ["kl002-s1500", "kl05-s800"]
+
     # A second assessment into a folder being written fails at once and changes nothing.
     before = (out / "assessment.json").read_text()
     busy = lambda pid: BusyError(pid)  # noqa: E731
@@ -474,6 +480,11 @@ def test_a_rerun_of_a_sweep_screens_only_what_is_new(small_world, tmp_path, monk
         sweep([0.1])
     assert calls == [("screen", "step_000003")] and "not valid JSON" in caplog.text
     assert (out / "sweep.json").read_text() == written  # and computed anew, the same
+    with monkeypatch.context() as m:  # other code: every screen and the certificate anew
+        m.setattr(recipes, "code_digest", lambda name: "other code")
+        sweep([0.1])
+    assert sorted(calls) == [("certify", "checkpoint"), ("screen", "kl0.1-s6"),
+                             ("screen", "step_000003")]  # fmt: skip
     gold = tmp_path / "gold.jsonl"  # another gold set: every screen is new
     lines = (small_world / "data" / "gold_calib.jsonl").read_text().splitlines()
     gold.write_text("\n".join(lines[: len(lines) - 5]) + "\n")
@@ -761,6 +772,24 @@ def test_the_release_study_and_the_coverage_harness(small_world, tmp_path, monke
     )  # fmt: skip
     assert drawn == [20_002]
     assert again["cells"] == cov["cells"]
+    assert journal.read_bytes() == b"\n".join(lines)
+    # Another commit of the same code (a README edit) resumes the study; other code is
+    # another study, whose sets never mix with these.
+    drawn.clear()
+    monkeypatch.setattr(harness, "git_commit", lambda: "another commit")
+    resumed = coverage_study(
+        small_world, policies, tmp_path / "cov", None, sets=3, truth_per_family=200,
+        settings=CertifySettings(40, 100),
+    )  # fmt: skip
+    assert drawn == [] and resumed["cells"] == cov["cells"]
+    assert resumed["commit"] == "another commit" and resumed["code"] == cov["code"]
+    with monkeypatch.context() as m:
+        m.setattr(harness, "code_digest", lambda name: "other code")
+        with pytest.raises(RateError, match="settings, code, or a world"):
+            coverage_study(
+                small_world, policies, tmp_path / "cov", None, sets=3, truth_per_family=200,
+                settings=CertifySettings(40, 100),
+            )  # fmt: skip
     assert journal.read_bytes() == b"\n".join(lines)
     # A policy folder that is not one is a one-line error before any truth is sampled.
     with pytest.raises(RateError, match="not a policy directory"):

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import torch
 
-from rate import __version__
 from rate.certify.certify import Certifier, CertifySettings, certifier_digest, load_gold
+from rate.code_digest import code_digest
 from rate.errors import BusyError, ConfigError, RateError
 from rate.io import (
     atomic_write_json,
@@ -52,10 +52,9 @@ KL_FLOOR = 2.0
 UNDER_WEIGHT = 0.5
 # Why a folder under runs/ is left out of an assessment.
 NO_CHECKPOINT = "no checkpoint/: still training, killed or failed"
-# Where each run's assessment is kept in the output folder; bump the version when what an
-# assessment computes changes, so that rows kept by an older one are computed anew.
+# Where each run's assessment is kept in the output folder (keyed on the code too: rows kept
+# by other code are computed anew).
 JOURNAL = "assessed"
-JOURNAL_VERSION = 1
 
 
 def feature_use(policy, features: dict[str, list[str]], per_family: int, seed: int) -> dict:
@@ -195,11 +194,10 @@ def assessment_key(
 ) -> str:
     """A digest of everything one run's assessment reads: the policy, the certifier's inputs
     (``certifier_key``: :func:`certifier_digest`), the run's config and dev figures, the
-    settings and the audit's flags."""
+    settings, the audit's flags and the code that assesses."""
     run = Path(policy_dir).parent
     return content_digest(
-        JOURNAL_VERSION,
-        __version__,
+        code_digest(__name__),
         name,
         str(policy_dir),
         certifier_key,

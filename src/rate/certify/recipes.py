@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from rate import __version__
 from rate.certify.certify import Certifier, CertifySettings, certifier_digest, load_gold
 from rate.certify.estimators import abstains, ess
+from rate.code_digest import code_digest
 from rate.errors import BusyError, ConfigError
 from rate.io import (
     atomic_write_json,
@@ -45,10 +45,9 @@ from rate.tinyrlhf.vocab import FAMILIES
 
 log = logging.getLogger(__name__)
 
-# Where a sweep keeps each checkpoint's screen and its final certificate for a rerun; bump the
-# version when what they compute changes, so that kept results are computed anew.
+# Where a sweep keeps each checkpoint's screen and its final certificate for a rerun (keyed on
+# the code too: results kept by other code are computed anew).
 SCREENED = "screened"
-KEPT_VERSION = 1
 
 
 def split_gold(families: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -223,7 +222,7 @@ def recipe_sweep(
             kind: str, kl: float, step: int, path: Path, compute: Callable[[], dict]
         ) -> dict:
             key = content_digest(
-                KEPT_VERSION, __version__, kind, selection, seed, certifier_key,
+                code_digest(__name__), kind, selection, seed, certifier_key,
                 dataclasses.asdict(settings), paths=[path],
             )  # fmt: skip
             where = out / SCREENED / f"{kind}-{run_name(kl, steps)}-{step}.json"

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from rate.certify.certify import Certifier, CertifySettings, certify_inputs
+from rate.code_digest import code_digest
 from rate.errors import BusyError, RateError
 from rate.io import (
     atomic_write_bytes,
@@ -63,6 +64,7 @@ def true_values(world: Path, policy_dir: Path, per_family: int, cache: Path) -> 
         "world": str(world),
         "policy": str(policy_dir),
         "samples_per_family": per_family,
+        "code": code_digest(__name__),
         "contents": content_digest(
             paths=[policy_dir, Path(world) / "policy", Path(world) / TRUTH_FILE]
         ),
@@ -152,7 +154,9 @@ def coverage_study(
             "policies": {name: str(p) for name, p in policies.items()},
             "gold_per_family": gold_per_family,
             "settings": vars(settings),
-            "commit": git_commit(),
+            # The code that certifies, not the commit: a rerun after a documentation commit
+            # resumes; one after a change to the code (committed or not) is another study.
+            "code": code_digest(__name__),
             # The contents too: a world rebuilt or a run retrained in the same folder is
             # another study, whose sets must not mix with these.
             "contents": content_digest(
@@ -204,6 +208,8 @@ def coverage_study(
             "cells": cells,
             "summary": summarise(cells),
             "seconds": round(time.perf_counter() - start, 1),
+            "commit": git_commit(),
+            "code": header["code"],
         }
 
 
@@ -292,7 +298,7 @@ class SetsJournal:
         if header != self.header:
             raise RateError(
                 f"{self.path}: made by another coverage study (other policies, wrapper, "
-                "settings, commit, or a world or policy rebuilt in place); choose another "
+                "settings, code, or a world or policy rebuilt in place); choose another "
                 "--out, or delete the file to start over"
             )
         records = []

@@ -1,0 +1,121 @@
+"""The digest of the code behind a kept result: a result kept for a rerun (an assessment's
+rows, a sweep's screens, a coverage study's sets) is reused only when the code that computes it
+is the same, without anyone having to remember to bump a version constant.
+
+The code is a module and every module of ``rate`` it imports, directly or not, found by
+reading the source (imports inside functions too), not by importing it. Each module counts by
+its syntax tree without docstrings, so an edit to a comment, a docstring or the layout keeps
+what was kept, and any other edit (or another Python, whose trees differ) computes it anew.
+The versions of the numerical packages count too: another torch may round differently.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import importlib.metadata
+from pathlib import Path
+
+PACKAGE = "rate"
+ROOT = Path(__file__).resolve().parent
+# The packages whose version can change a kept number.
+NUMERICAL = ("numpy", "torch")
+
+
+def module_file(name: str, root: Path = ROOT) -> Path | None:
+    """The source file of module ``name`` of the package at ``root``; None when there is none
+    (``name`` is then a function or class imported from a module, not a module)."""
+    parts = name.split(".")[1:]
+    base = root.joinpath(*parts)
+    for path in (
+        (base / "__init__.py", base.with_suffix(".py")) if parts else (root / "__init__.py",)
+    ):
+        if path.is_file():
+            return path
+    return None
+
+
+def normalised(tree: ast.Module) -> str:
+    """``tree`` as text without its docstrings (or line numbers: ast.dump leaves them out)."""
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:]
+    return ast.dump(tree)
+
+
+def imported(tree: ast.Module, name: str, is_package: bool, root: Path = ROOT) -> set[str]:
+    """The package's modules that module ``name``'s source imports, with the packages above
+    each (importing a module runs their ``__init__``)."""
+    here = name if is_package else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = here.split(".")[: len(here.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            # ``from a import b``: b is a module of a, or a name defined in a.
+            targets = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        for target in targets:
+            if target.split(".")[0] != PACKAGE or module_file(target, root) is None:
+                continue
+            parts = target.split(".")
+            found.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return found
+
+
+def closure(modules: tuple[str, ...], root: Path = ROOT) -> dict[str, str]:
+    """Every module that ``modules`` import within the package, directly or not, and the
+    packages above them: {name: normalised source}."""
+    todo = {p for m in modules for p in _with_parents(m)}
+    seen: dict[str, str] = {}
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        path = module_file(name, root)
+        if path is None:
+            raise ValueError(f"{name}: no such module of {PACKAGE} under {root}")
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        todo |= imported(tree, name, path.name == "__init__.py", root) - seen.keys()
+        seen[name] = normalised(tree)
+    return seen
+
+
+def _with_parents(name: str) -> list[str]:
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+@functools.cache
+def code_digest(*modules: str) -> str:
+    """A sha256 hex digest of the code of ``modules`` (names such as ``rate.certify.assess``)
+    and of everything of ``rate`` they import, docstrings and comments left out, with the
+    numerical packages' versions. Computed once per process: the code that runs is the code
+    that was imported."""
+    h = hashlib.sha256()
+    for name, source in sorted(closure(modules).items()):
+        h.update(f"{name}\0{len(source)}\0{source}\0".encode())
+    for package in NUMERICAL:
+        h.update(f"{package}\0{_version(package)}\0".encode())
+    return h.hexdigest()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import hashlib
 import shutil
 from pathlib import Path
 
@@ -78,10 +77,7 @@ def test_an_edit_deep_in_the_real_code_changes_the_assessments_digest(tmp_path):
     shutil.copytree(cd.ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
 
     def digest() -> str:
-        h = hashlib.sha256()
-        for name, source in sorted(cd.closure(("rate.certify.assess",), copy).items()):
-            h.update(f"{name}\0{source}\0".encode())
-        return h.hexdigest()
+        return cd.digest_of(("rate.certify.assess",), copy)
 
     found = cd.closure(("rate.certify.assess",), copy)
     assert {"rate.certify.estimators", "rate.certify.certify", "rate.tinyrlhf.sampling"} <= set(
@@ -100,7 +96,7 @@ def test_an_edit_deep_in_the_real_code_changes_the_assessments_digest(tmp_path):
 
 
 def test_the_digest_names_the_numerical_packages_versions(monkeypatch):
-    real = cd.code_digest.__wrapped__("rate.certify.assess")
+    real = cd.digest_of(("rate.certify.assess",))
     assert real == cd.code_digest("rate.certify.assess")  # the cached one is the same
     monkeypatch.setattr(cd, "_version", lambda package: "0.0" if package == "torch" else None)
-    assert cd.code_digest.__wrapped__("rate.certify.assess") != real
+    assert cd.digest_of(("rate.certify.assess",)) != real

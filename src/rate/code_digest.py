@@ -107,15 +107,20 @@ def _version(package: str) -> str | None:
         return None
 
 
-@functools.cache
-def code_digest(*modules: str) -> str:
-    """A sha256 hex digest of the code of ``modules`` (names such as ``rate.certify.assess``)
-    and of everything of ``rate`` they import, docstrings and comments left out, with the
-    numerical packages' versions. Computed once per process: the code that runs is the code
-    that was imported."""
+def digest_of(modules: tuple[str, ...], root: Path = ROOT) -> str:
+    """A sha256 hex digest of the code of ``modules`` of the package at ``root`` and of
+    everything of it they import, docstrings and comments left out, with the numerical
+    packages' versions."""
     h = hashlib.sha256()
-    for name, source in sorted(closure(modules).items()):
+    for name, source in sorted(closure(modules, root).items()):
         h.update(f"{name}\0{len(source)}\0{source}\0".encode())
     for package in NUMERICAL:
         h.update(f"{package}\0{_version(package)}\0".encode())
     return h.hexdigest()
+
+
+@functools.cache
+def code_digest(*modules: str) -> str:
+    """:func:`digest_of` ``modules`` (names such as ``rate.certify.assess``) of the installed
+    ``rate``. Computed once per process: the code that runs is the code that was imported."""
+    return digest_of(modules)

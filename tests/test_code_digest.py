@@ -53,6 +53,9 @@ def test_the_closure_follows_every_import_of_the_package_and_no_other(tmp_path):
     ]
     with pytest.raises(ValueError, match="rate.nope: no such module"):
         cd.closure(("rate.nope",), pkg)
+    # A module run as a script is __main__, not the package itself.
+    with pytest.raises(ValueError, match="__main__: no such module"):
+        cd.closure(("__main__",), pkg)
 
 
 def test_docstrings_comments_and_layout_do_not_count_and_code_does():

@@ -25,7 +25,10 @@ NUMERICAL = ("numpy", "torch")
 
 def module_file(name: str, root: Path = ROOT) -> Path | None:
     """The source file of module ``name`` of the package at ``root``; None when there is none
-    (``name`` is then a function or class imported from a module, not a module)."""
+    (``name`` is then a function or class imported from a module, not a module, or a module
+    of another package: ``__main__`` included, which would otherwise read as the package)."""
+    if name.split(".")[0] != PACKAGE:
+        return None
     parts = name.split(".")[1:]
     base = root.joinpath(*parts)
     for path in (

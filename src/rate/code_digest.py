@@ -73,10 +73,8 @@ def imported(tree: ast.Module, name: str, is_package: bool, root: Path = ROOT) -
         else:
             continue
         for target in targets:
-            if target.split(".")[0] != PACKAGE or module_file(target, root) is None:
-                continue
-            parts = target.split(".")
-            found.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+            if module_file(target, root) is not None:
+                found.update(_with_parents(target))
     return found
 
 

@@ -63,13 +63,13 @@ demo: $(STAMP) ## run the end-to-end demo on the tiny world (CPU, minutes)
 	$(VENV)/bin/rate demo
 
 audit-demo: $(STAMP) ## the release story: audit, wrapper, corrected RL, certification, assessment
-	$(VENV)/bin/rate demo-audit
+	$(VENV)/bin/rate audit-demo
 
 demo-text: $(STAMP) ## the pipeline on real drug reviews, offline: rule rewrites, MiniLM and VADER
 	$(VENV)/bin/rate demo-text
 
 gpu-check: $(STAMP) ## on a GPU: a random 1B Llama scorer in bf16, batched vs one at a time, a forced OOM (skips without CUDA; OUT=dir: a JSON report there)
-	$(PY) -m rate.bench.gpu_check $(if $(OUT),--out $(OUT)/gpu_check.json)
+	$(PY) -m benchmarks.gpu_check $(if $(OUT),--out $(OUT)/gpu_check.json)
 
 create_dataset: $(STAMP) ## stage 1: classify W and rewrite twice (CONFIG=experiments/config.yaml)
 	$(call STAGE,create_dataset,create_dataset) --config $(CONFIG) $(STAGE_ARGS)
@@ -81,7 +81,7 @@ treatment_effects: $(STAMP) ## stage 3: naive, single-rewrite and RATE effects w
 	$(call STAGE,treatment_effects,treatment_effects) --config $(CONFIG) $(STAGE_ARGS)
 
 plots: $(STAMP) ## stage 4: figures from the effect files the config names
-	$(call STAGE,plots,plot) --config $(CONFIG) $(STAGE_ARGS)
+	$(call STAGE,plots,plots) --config $(CONFIG) $(STAGE_ARGS)
 
 pipeline: $(STAMP) ## stages 1-3 as SLURM jobs chained by afterok with PARTITION set, else in turn here
 ifneq ($(PARTITION),)
@@ -104,29 +104,29 @@ validate: $(STAMP) ## check every template, the config and the sweep grids
 	$(VENV)/bin/rate validate --config $(CONFIG) $(foreach g,$(wildcard experiments/sweeps/*.yaml),--sweep $(g))
 
 synthetic: $(STAMP) ## the paper's two semi-synthetic experiments on the tiny world
-	$(VENV)/bin/rate study synthetic
+	$(VENV)/bin/rate world study synthetic
 
 semisynthetic-text: $(STAMP) ## the paper's semi-synthetic length experiment on real drug reviews, offline
 	$(VENV)/bin/rate study semisynthetic-text $(SEMISYNTHETIC_ARGS)
 
 coverage: $(STAMP) ## interval coverage over 200 samples against the population truth
-	$(VENV)/bin/rate study coverage --template tinyrlhf_dune_pa --bootstrap 1000
-	$(VENV)/bin/rate study coverage --template tinyrlhf_ember_he --bootstrap 1000
+	$(VENV)/bin/rate world study coverage --template tinyrlhf_dune_pa --bootstrap 1000
+	$(VENV)/bin/rate world study coverage --template tinyrlhf_ember_he --bootstrap 1000
 
 STUDY_WORLD ?= $(or $(WORLD),$(PROJECT_DIR)/tinyrlhf/world)
 release-study: $(STAMP) ## no, ridge, our and the oracle correction, R1 and R2, three seeds, against the truth (WORLD=dir; 5 minutes on 2 cores)
-	$(VENV)/bin/rate study release --world $(STUDY_WORLD) --out $(RELEASE_OUT)
+	$(VENV)/bin/rate world study release --world $(STUDY_WORLD) --out $(RELEASE_OUT)
 
 RELEASE_OUT = $(PROJECT_DIR)/release_study/$(notdir $(abspath $(STUDY_WORLD)))
 SWEEP_OUT = $(RELEASE_OUT)/sweep$(if $(GOLD_FILE),_$(basename $(notdir $(GOLD_FILE))))
-sweep-study: $(STAMP) ## the recipe sweep with our correction (after release-study), its choice against the truth (WORLD=dir; GOLD_FILE=a larger gold set from `rate study gold`)
-	$(VENV)/bin/rate tinyrlhf sweep --world $(STUDY_WORLD) --wrapper $(RELEASE_OUT)/wrappers/ours.py \
+sweep-study: $(STAMP) ## the recipe sweep with our correction (after release-study), its choice against the truth (WORLD=dir; GOLD_FILE=a larger gold set from `rate world study gold`)
+	$(VENV)/bin/rate world recipe-sweep --world $(STUDY_WORLD) --wrapper $(RELEASE_OUT)/wrappers/ours.py \
 		--kl 0.2,0.1,0.05,0.03 --steps 1200 --save-every 200 --refine 3 --out $(SWEEP_OUT) \
 		$(if $(GOLD_FILE),--gold $(GOLD_FILE))
-	$(VENV)/bin/rate study sweep-truth --world $(STUDY_WORLD) --sweep $(SWEEP_OUT)
+	$(VENV)/bin/rate world study sweep-truth --world $(STUDY_WORLD) --sweep $(SWEEP_OUT)
 
 certify-coverage-study: $(STAMP) ## certification against the truth over 200 fresh gold sets: the world's runs, release-study's seed-0 runs, the reference (WORLD=dir; POLICIES='NAME=DIR ...' more; 30 minutes)
-	$(VENV)/bin/rate study certify-coverage --world $(STUDY_WORLD) --wrapper $(RELEASE_OUT)/wrappers/ours.py \
+	$(VENV)/bin/rate world study certify-coverage --world $(STUDY_WORLD) --wrapper $(RELEASE_OUT)/wrappers/ours.py \
 		--sets 200 --out $(RELEASE_OUT)/certify_coverage --policy reference=$(STUDY_WORLD)/policy \
 		$(foreach c,$(wildcard $(STUDY_WORLD)/runs/*/checkpoint),--policy $(notdir $(c:/checkpoint=))=$(c)) \
 		$(foreach c,$(wildcard $(RELEASE_OUT)/runs/*-s0/checkpoint),--policy $(notdir $(c:-s0/checkpoint=))=$(c)) \
@@ -134,17 +134,17 @@ certify-coverage-study: $(STAMP) ## certification against the truth over 200 fre
 
 gold-plan-study: $(STAMP) ## the certificate's gold plan against 100 fresh gold sets of GOLD rows per family (WORLD=dir, GOLD=n, POLICIES='NAME=DIR ...'; after release-study)
 	@test -n "$(GOLD)" -a -n "$(POLICIES)" || { echo "make gold-plan-study: give GOLD=rows per family and POLICIES='NAME=DIR ...'"; exit 2; }
-	$(VENV)/bin/rate study certify-coverage --world $(STUDY_WORLD) --wrapper $(RELEASE_OUT)/wrappers/ours.py \
+	$(VENV)/bin/rate world study certify-coverage --world $(STUDY_WORLD) --wrapper $(RELEASE_OUT)/wrappers/ours.py \
 		--sets 100 --gold-per-family $(GOLD) --truth-per-family 40000 --out $(RELEASE_OUT)/gold_plan_$(GOLD) \
 		$(foreach p,$(POLICIES),--policy $(p))
 	$(PY) experiments/release/gold_plan_check.py $(RELEASE_OUT)/gold_plan_$(GOLD)
 
 tilt-study: $(STAMP) ## the tilt forecast's signs against the oracle's pi_beta (WORLD=dir, WRAPPER=file.py, PROPOSALS)
-	$(VENV)/bin/rate study tilt --world $(STUDY_WORLD) $(if $(WRAPPER),--wrapper $(WRAPPER)) \
+	$(VENV)/bin/rate world study tilt --world $(STUDY_WORLD) $(if $(WRAPPER),--wrapper $(WRAPPER)) \
 		$(if $(MAX_N),--max-n $(MAX_N)) $(foreach p,$(PROPOSALS),--proposal $(p)) --out experiments/tilt
 
 frontier-study: $(STAMP) ## the best true quality the gold labels can still certify (WORLD=dir)
-	$(VENV)/bin/rate study frontier --world $(STUDY_WORLD) --out $(RELEASE_OUT)/frontier
+	$(VENV)/bin/rate world study frontier --world $(STUDY_WORLD) --out $(RELEASE_OUT)/frontier
 
 test: $(STAMP) ## run the full test suite, slow tests included (what CI runs)
 	$(PY) -m pytest
@@ -161,15 +161,16 @@ matrix: $(STAMP) ## the failure-scenario matrix: each scenario, what is expected
 	$(PY) -m tests.faults.matrix
 
 fixture: $(STAMP) ## build the tiny RLHF world into PROJECT_DIR/tinyrlhf/world
-	$(VENV)/bin/rate tinyrlhf build --out $(PROJECT_DIR)/tinyrlhf/world
+	$(VENV)/bin/rate world build --out $(PROJECT_DIR)/tinyrlhf/world
 
 bench: $(STAMP) ## run the benchmarks and write BENCHMARKS.md (SECTIONS=scoring, WORLD=dir)
-	$(PY) -m rate.bench --out BENCHMARKS.md $(if $(SECTIONS),--sections $(SECTIONS)) \
+	$(PY) -m benchmarks --out BENCHMARKS.md $(if $(SECTIONS),--sections $(SECTIONS)) \
 		$(if $(WORLD),--world $(WORLD))
 
-lint: ## check lint and formatting with ruff
+lint: $(STAMP) ## check lint and formatting with ruff, and the import layers (rate imports nothing of the tiny world)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 format: ## fix lint where safe and reformat with ruff
 	$(VENV)/bin/ruff check --fix .

@@ -27,8 +27,8 @@ torch.set_num_threads(min(2, os.cpu_count() or 1))
 @pytest.fixture(scope="session")
 def small_world(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A world built from the packaged --small config (about 15 s)."""
-    from rate.tinyrlhf.build import build_world
-    from rate.tinyrlhf.worldconfig import load_world_config
+    from tinyworld.build import build_world
+    from tinyworld.worldconfig import load_world_config
 
     out = tmp_path_factory.mktemp("small") / "world"
     build_world(load_world_config(small=True), out)

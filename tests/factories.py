@@ -12,7 +12,7 @@ import yaml
 from rate.config import Config, load_config
 from tests.helpers import ROOT
 
-SMOKE = ROOT / "experiments" / "smoke.yaml"
+SMOKE = ROOT / "experiments" / "tinyworld" / "smoke.yaml"
 STAMP = "20260101_120000"
 WORDS = ("good", "bad", "great", "awful", "fine", "poor", "lovely", "dull")
 

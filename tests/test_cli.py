@@ -152,20 +152,20 @@ def test_make_help_lists_the_variables_too():
 # Each command that writes its results only at its end, with the function doing its work:
 # the output folder is made first, so that a folder that cannot be made fails at once.
 LATE_WRITERS = [
-    (["tinyrlhf", "tilt", "--world", "W", "--out", "{bad}"], "rate.tilt.run", "tilt_analysis"),
-    (["audit", "--world", "W", "--out", "{bad}/audit.json"], "rate.audit.run", "load_inputs"),
+    (["tinyrlhf", "tilt", "--world", "W", "--out", "{bad}"], "tinyworld.tilt.run", "tilt_analysis"),
+    (["audit", "--world", "W", "--out", "{bad}/audit.json"], "tinyworld.audit.run", "load_inputs"),
     (["audit", "--world", "W", "--out", "ok.json", "--write-wrapper", "{bad}/ours.py"],
-     "rate.audit.run", "load_inputs"),
-    (["study", "coverage", "--out", "{bad}"], "rate.tinyrlhf.build", "ensure_world"),
-    (["study", "synthetic", "--out", "{bad}"], "rate.tinyrlhf.build", "ensure_world"),
-    (["study", "audit", "--out", "{bad}"], "rate.studies.audit", "audit_study"),
+     "tinyworld.audit.run", "load_inputs"),
+    (["study", "coverage", "--out", "{bad}"], "tinyworld.build", "ensure_world"),
+    (["study", "synthetic", "--out", "{bad}"], "tinyworld.build", "ensure_world"),
+    (["study", "audit", "--out", "{bad}"], "tinyworld.studies.audit", "audit_study"),
     (["study", "semisynthetic-text", "--out", "{bad}"], "rate.studies.semisynthetic_text",
      "run_semisynthetic_text"),
-    (["study", "tilt", "--world", "W", "--out", "{bad}"], "rate.studies.tilt", "tilt_study"),
+    (["study", "tilt", "--world", "W", "--out", "{bad}"], "tinyworld.studies.tilt", "tilt_study"),
     (["tinyrlhf", "certify", "--world", "W", "--policy", "P", "--out", "{bad}/cert"],
-     "rate.certify.certify", "certify_policy"),
+     "tinyworld.certify.certify", "certify_policy"),
     (["tinyrlhf", "assess", "--world", "W", "--audit", "{audit}", "--out", "{bad}"],
-     "rate.certify.assess", "_assess"),  # assess_world locks the folder first
+     "tinyworld.certify.assess", "_assess"),  # assess_world locks the folder first
 ]  # fmt: skip
 
 

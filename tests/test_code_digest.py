@@ -76,30 +76,35 @@ def test_docstrings_comments_and_layout_do_not_count_and_code_does():
 def test_an_edit_deep_in_the_real_code_changes_the_assessments_digest(tmp_path):
     # A copy of the package: the estimators are imported by the certifier, which the
     # assessment imports; none of them imports the plots.
-    copy = tmp_path / "rate"
-    shutil.copytree(cd.ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    roots = cd.package_roots(("tinyworld.certify.assess",))
+    copies = {name: tmp_path / name for name in roots}
+    for name, folder in roots.items():
+        shutil.copytree(folder, copies[name], ignore=shutil.ignore_patterns("__pycache__"))
+    copy = copies["tinyworld"]
 
     def digest() -> str:
-        return cd.digest_of(("rate.certify.assess",), copy)
+        return cd.digest_of(("tinyworld.certify.assess",), copies)
 
-    found = cd.closure(("rate.certify.assess",), copy)
-    assert {"rate.certify.estimators", "rate.certify.certify", "rate.tinyrlhf.sampling"} <= set(
-        found
-    )
+    found = cd.closure(("tinyworld.certify.assess",), copies)
+    assert {
+        "tinyworld.certify.estimators",
+        "tinyworld.certify.certify",
+        "tinyworld.sampling",
+    } <= set(found)
     assert not any(name.startswith("rate.plots") for name in found)
     before = digest()
     estimators = copy / "certify" / "estimators.py"
     source = estimators.read_text()
     estimators.write_text(source + "\n# a comment at the end\n")
     assert digest() == before
-    (copy / "plots" / "figures.py").write_text("BROKEN = True\n")  # not in the closure
+    (copies["rate"] / "plots" / "figures.py").write_text("BROKEN = True\n")  # not in it
     assert digest() == before
     estimators.write_text(source + "\nEXTRA = 1\n")
     assert digest() != before
 
 
 def test_the_digest_names_the_numerical_packages_versions(monkeypatch):
-    real = cd.digest_of(("rate.certify.assess",))
-    assert real == cd.code_digest("rate.certify.assess")  # the cached one is the same
+    real = cd.digest_of(("tinyworld.certify.assess",))
+    assert real == cd.code_digest("tinyworld.certify.assess")  # the cached one is the same
     monkeypatch.setattr(cd, "_version", lambda package: "0.0" if package == "torch" else None)
-    assert cd.digest_of(("rate.certify.assess",)) != real
+    assert cd.digest_of(("tinyworld.certify.assess",)) != real

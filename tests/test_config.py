@@ -29,21 +29,28 @@ effects: {dataset_name: tinyrlhf_dune_pa, concept: pa, score: rm, reward_key: ti
 """
 
 
-def test_shipped_configs_load():
-    full = load_config(DEFAULT)
-    smoke = load_config(ROOT / "experiments" / "smoke.yaml")
+@pytest.mark.parametrize(
+    "full_name, smoke_name, dataset",
+    [
+        ("config.yaml", "smoke.yaml", "drugreview_sentiment"),  # the default: any template
+        ("tinyworld/demo.yaml", "tinyworld/smoke.yaml", "tinyrlhf_dune_pa"),
+    ],
+)
+def test_shipped_configs_load(full_name, smoke_name, dataset):
+    full = load_config(ROOT / "experiments" / full_name)
+    smoke = load_config(ROOT / "experiments" / smoke_name)
     assert full.smoke_test is False and smoke.smoke_test is True
-    assert full.rewrites.dataset_name == smoke.rewrites.dataset_name == "tinyrlhf_dune_pa"
+    assert full.rewrites.dataset_name == smoke.rewrites.dataset_name == dataset
     assert full.effects.n_bootstrap == 1000 and smoke.effects.n_bootstrap == 200
 
 
 def test_overrides_are_typed_yaml(tmp_path):
     c = load_config(
         write(tmp_path, BASE),
-        ["effects.n_bootstrap=5", "smoke_test=true", "effects.group_by=family", "world=/x/y"],
+        ["effects.n_bootstrap=5", "smoke_test=true", "effects.group_by=family"],
     )
     assert c.effects.n_bootstrap == 5 and c.smoke_test is True
-    assert c.effects.group_by == "family" and str(c.world_dir()) == "/x/y"
+    assert c.effects.group_by == "family"
 
 
 @pytest.mark.parametrize(
@@ -252,7 +259,7 @@ def test_a_copied_smoke_config_stops_before_stage_1_on_its_group_by(tmp_path):
     from tests.helpers import run_rate
 
     out = run_rate(
-        ["create_dataset", "--config", str(ROOT / "experiments" / "smoke.yaml"),
+        ["create_dataset", "--config", str(ROOT / "experiments" / "tinyworld" / "smoke.yaml"),
          "--set", "rewrites.dataset_name=drugreview_sentiment", "--set", "scoring.model=vader"],
         tmp_path, check=False,
     )  # fmt: skip

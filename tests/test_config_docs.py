@@ -26,7 +26,9 @@ def test_every_key_has_help_and_a_type():
     assert {"effects.n_bootstrap", "slurm.score_dataset.gpus", "rewrites.prices"} <= keys
 
 
-@pytest.mark.parametrize("name", ["config.yaml", "smoke.yaml"])
+@pytest.mark.parametrize(
+    "name", ["config.yaml", "smoke.yaml", "tinyworld/demo.yaml", "tinyworld/smoke.yaml"]
+)
 def test_the_shipped_configs_are_the_generated_ones(name):
     """Their comments (help and defaults) come from the code: regenerate with
     `rate config --yaml --config experiments/NAME > experiments/NAME`."""
@@ -65,7 +67,7 @@ def write(path: Path, text: str) -> Path:
 
 
 def test_the_readme_rl_reference_is_the_generated_one():
-    from rate.tinyrlhf.rl import RLConfig
+    from tinyworld.rl import RLConfig
 
     readme = (ROOT / "README.md").read_text()
     begin = "<!-- RL config reference: rate.config_docs.reference_markdown(RLConfig) -->"

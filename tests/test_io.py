@@ -284,7 +284,7 @@ def test_a_folder_made_from_other_inputs_is_refused(tmp_path):
 def test_a_world_rebuilt_in_place_has_another_build_digest(small_world, tmp_path):
     import shutil
 
-    from rate.tinyrlhf.data import BUILD_PARTS, build_digest
+    from tinyworld.data import BUILD_PARTS, build_digest
 
     copy = tmp_path / "world"
     for part in BUILD_PARTS:

@@ -27,7 +27,7 @@ REFERENCE_KEYS = [
     "ATU_rewritten_rewrite",
     "ATE_rewritten_rewrite",
 ]
-SMOKE = "experiments/smoke.yaml"
+SMOKE = "experiments/tinyworld/smoke.yaml"
 
 
 def _only(folder: Path, pattern: str) -> Path:
@@ -41,14 +41,14 @@ def stages(small_world: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """create_dataset, score_dataset (RM, then the oracle added to the scored file),
     treatment_effects and plot, run as a user would with the smoke config."""
     project = tmp_path_factory.mktemp("stages")
-    world = [f"--set=world={small_world}"]
+    world = {"RATE_WORLD": str(small_world)}
     out = {"project": project}
-    out["create"] = run_rate(["create_dataset", "--config", SMOKE, *world], project)
-    out["score_rm"] = run_rate(["score_dataset", "--config", SMOKE, *world], project)
+    out["create"] = run_rate(["create_dataset", "--config", SMOKE], project, **world)
+    out["score_rm"] = run_rate(["score_dataset", "--config", SMOKE], project, **world)
     oracle = ["--set=scoring.model=tinyrlhf_oracle", "--set=scoring.dataset_folder=scored"]
-    out["score_oracle"] = run_rate(["score_dataset", "--config", SMOKE, *world, *oracle], project)
-    out["effects"] = run_rate(["treatment_effects", "--config", SMOKE, *world], project)
-    out["plot"] = run_rate(["plot", "--config", SMOKE, *world], project)
+    out["score_oracle"] = run_rate(["score_dataset", "--config", SMOKE, *oracle], project, **world)
+    out["effects"] = run_rate(["treatment_effects", "--config", SMOKE], project, **world)
+    out["plot"] = run_rate(["plots", "--config", SMOKE], project, **world)
     return out
 
 
@@ -140,10 +140,10 @@ def test_plots_are_written(stages):
 def test_latest_picks_the_newest_of_the_run_kind(stages, small_world):
     """A second create_dataset makes a newer file; scoring 'latest' must take it."""
     project = stages["project"]
-    world = f"--set=world={small_world}"
-    run_rate(["create_dataset", "--config", SMOKE, world, "--set=rewrites.seed=1"], project)
+    world = {"RATE_WORLD": str(small_world)}
+    run_rate(["create_dataset", "--config", SMOKE, "--set=rewrites.seed=1"], project, **world)
     newest = sorted((project / "data" / "rewrites").glob("*_smoke_test.json"))[-1]
-    out = run_rate(["score_dataset", "--config", SMOKE, world], project)
+    out = run_rate(["score_dataset", "--config", SMOKE], project, **world)
     meta = read_json(Path(out.stdout.strip() + ".meta.json"))
     assert meta["input"] == str(newest)
 
@@ -156,12 +156,12 @@ def test_scoring_the_same_reward_key_twice_is_refused(stages, small_world):
             "score_dataset",
             "--config",
             SMOKE,
-            f"--set=world={small_world}",
             "--set=scoring.dataset_folder=scored",
             f"--set=scoring.dataset_filename={scored.name}",
         ],
         project,
         check=False,
+        RATE_WORLD=str(small_world),
     )
     assert out.returncode == 2
     assert "already has scores under reward_key 'tinyrlhf_rm'" in out.stderr
@@ -179,9 +179,10 @@ def test_group_permissions_on_outputs(small_world, tmp_path):
 
     group = grp.getgrgid(os.getgid()).gr_name
     run_rate(
-        ["create_dataset", "--config", SMOKE, f"--set=world={small_world}"],
+        ["create_dataset", "--config", SMOKE],
         tmp_path,
         GROUP_NAME=group,
+        RATE_WORLD=str(small_world),
     )
     dataset = _only(tmp_path / "data" / "rewrites", "*.json")
     st = dataset.stat()
@@ -196,7 +197,6 @@ def _score_cmd(small_world: Path) -> list[str]:
         "score_dataset",
         "--config",
         SMOKE,
-        f"--set=world={small_world}",
         "--set=scoring.batch_size=1",
         "--set=scoring.chunk_size=1",
         "--set=scoring.model=tinyrlhf_rm",
@@ -211,12 +211,13 @@ def test_score_dataset_killed_resumes_to_the_same_file(small_world, tmp_path):
             "create_dataset",
             "--config",
             SMOKE,
-            f"--set=world={small_world}",
             "--set=rewrites.smoke_n_examples=600",
         ],
         project,
+        RATE_WORLD=str(small_world),
     )
     env = {**os.environ, "PROJECT_DIR": str(project), "RATE_PROGRESS": "0"}
+    env["RATE_WORLD"] = str(small_world)
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.Popen(_score_cmd(small_world), env=env, cwd=root, stderr=subprocess.PIPE)
     partial_dir = project / "data" / "scored" / ".partial"
@@ -233,18 +234,25 @@ def test_score_dataset_killed_resumes_to_the_same_file(small_world, tmp_path):
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not list((project / "data" / "scored").glob("*.jsonl"))  # nothing final yet
-    resumed = run_rate(_score_cmd(small_world)[3:], project)
+    resumed = run_rate(_score_cmd(small_world)[3:], project, RATE_WORLD=str(small_world))
     assert "resuming:" in resumed.stderr
     final = Path(resumed.stdout.strip())
     meta = read_json(final.with_name(final.name + ".meta.json"))
     assert meta["resumed_examples"] >= 50
     assert not list(partial_dir.glob("*.jsonl"))  # progress removed once done
     # An uninterrupted run of the same input.
-    clean = run_rate(_score_cmd(small_world)[3:], tmp_path / "clean_copy", check=False)
+    clean = run_rate(
+        _score_cmd(small_world)[3:],
+        tmp_path / "clean_copy",
+        check=False,
+        RATE_WORLD=str(small_world),
+    )
     assert clean.returncode == 2  # no rewrites in that project: 'latest' finds nothing
     (tmp_path / "clean_copy" / "data").mkdir(parents=True, exist_ok=True)
     os.symlink(project / "data" / "rewrites", tmp_path / "clean_copy" / "data" / "rewrites")
-    clean = run_rate(_score_cmd(small_world)[3:], tmp_path / "clean_copy")
+    clean = run_rate(
+        _score_cmd(small_world)[3:], tmp_path / "clean_copy", RATE_WORLD=str(small_world)
+    )
     a = [json.loads(x) for x in final.read_text().splitlines()]
     b = [json.loads(x) for x in Path(clean.stdout.strip()).read_text().splitlines()]
     assert len(a) == len(b) == 600

@@ -90,8 +90,8 @@ def test_the_minilm_head_fit_shows_its_progress(tmp_path, monkeypatch):
 @pytest.mark.slow  # builds a small world (15 s on an idle machine)
 def test_the_world_build_shows_its_stages(tmp_path, monkeypatch):
     stderr = terminal(monkeypatch)
-    from rate.tinyrlhf.build import build_world
-    from rate.tinyrlhf.worldconfig import load_world_config
+    from tinyworld.build import build_world
+    from tinyworld.worldconfig import load_world_config
 
     monkeypatch.setenv("RATE_PROGRESS", "1")
     config = load_world_config(small=True)

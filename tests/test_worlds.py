@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from rate.tinyrlhf.build import build_world
-from rate.tinyrlhf.worldconfig import load_world_config
 from tests.worlds import BackgroundBuild
+from tinyworld.build import build_world
+from tinyworld.worldconfig import load_world_config
 
 
 def test_a_background_build_is_the_world_a_build_in_process_makes(tmp_path):

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rate.schema import to_dict
-from rate.tinyrlhf.evaluate import load_oracle
-from rate.tinyrlhf.worldconfig import load_world_config
+from tinyworld.evaluate import load_oracle
+from tinyworld.worldconfig import load_world_config
 
 # The child's program: the packaged config by name, with only the RL runs named (all if None).
 # A thread kills the child's process group once the tests' process is gone (killed before its
@@ -39,8 +39,8 @@ def watch(parent=os.getppid()):
     os.killpg(0, signal.SIGKILL)
 
 threading.Thread(target=watch, daemon=True).start()
-from rate.tinyrlhf.build import build_world
-from rate.tinyrlhf.worldconfig import load_world_config
+from tinyworld.build import build_world
+from tinyworld.worldconfig import load_world_config
 
 config = load_world_config(name=sys.argv[1])
 runs = json.loads(sys.argv[3])

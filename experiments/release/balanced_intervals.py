@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rate.certify.estimators import LEVEL, t_quantile
+from tinyworld.certify.estimators import LEVEL, t_quantile
 
 
 def welch_df(ses: list[float], dfs: list[float]) -> float:

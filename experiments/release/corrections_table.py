@@ -12,9 +12,9 @@ import json
 import sys
 from pathlib import Path
 
-from rate.audit.wrapper import corrections
-from rate.tinyrlhf.audit_truth import oracle_corrections
-from rate.tinyrlhf.evaluate import load_oracle
+from tinyworld.audit.wrapper import corrections
+from tinyworld.audit_truth import oracle_corrections
+from tinyworld.evaluate import load_oracle
 
 world, study = map(Path, sys.argv[1:3])
 audit = json.loads((study / "wrappers" / "audit.json").read_text())

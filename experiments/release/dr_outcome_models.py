@@ -25,10 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-import rate.certify.certify as certify
-from rate.certify import estimators
+import tinyworld.certify.certify as certify
 from rate.io import atomic_write_json
-from rate.studies.certify import coverage_study, markdown
+from tinyworld.certify import estimators
+from tinyworld.studies.certify import coverage_study, markdown
 
 
 def reward_only(s: np.ndarray, log_w: np.ndarray) -> np.ndarray:
@@ -37,7 +37,7 @@ def reward_only(s: np.ndarray, log_w: np.ndarray) -> np.ndarray:
 
 
 def weighted_dr(y, log_w, covariates, fresh_covariates, folds, counts, fresh_counts):
-    """:func:`rate.certify.estimators.dr_replicates` with the model fitted under the weights."""
+    """:func:`tinyworld.certify.estimators.dr_replicates` with the model fitted under the weights."""
     w = np.exp(log_w - log_w.max())
     gold_x, fresh_x = estimators.outcome_design(covariates, fresh_covariates)
     fresh_mean = (fresh_counts @ fresh_x) / fresh_counts.sum(1, keepdims=True)
@@ -54,7 +54,7 @@ def weighted_dr(y, log_w, covariates, fresh_covariates, folds, counts, fresh_cou
 
 
 def bounded_dr(columns: tuple[int, ...]):
-    """:func:`rate.certify.estimators.dr_replicates` with the fresh samples' covariates in
+    """:func:`tinyworld.certify.estimators.dr_replicates` with the fresh samples' covariates in
     ``columns`` (0: the corrected reward, 1: the log weight) kept within the gold set's range
     (the shipped model bounds the corrected reward alone)."""
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
-from rate.certify.certify import CertifySettings, gather
-from rate.certify.estimators import bootstrap_counts, dr_covariates, dr_replicates, folds_of
-from rate.studies.certify import fresh_gold
-from rate.tinyrlhf.models import load_policy, load_reward_model
-from rate.tinyrlhf.rl import load_reward_wrapper
+from tinyworld.certify.certify import CertifySettings, gather
+from tinyworld.certify.estimators import bootstrap_counts, dr_covariates, dr_replicates, folds_of
+from tinyworld.models import load_policy, load_reward_model
+from tinyworld.rl import load_reward_wrapper
+from tinyworld.studies.certify import fresh_gold
 
 
 def main() -> None:

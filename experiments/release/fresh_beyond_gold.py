@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from rate.certify.certify import CertifySettings, gather
-from rate.studies.certify import fresh_gold
-from rate.tinyrlhf.models import load_policy, load_reward_model
-from rate.tinyrlhf.rl import load_reward_wrapper
+from tinyworld.certify.certify import CertifySettings, gather
+from tinyworld.models import load_policy, load_reward_model
+from tinyworld.rl import load_reward_wrapper
+from tinyworld.studies.certify import fresh_gold
 
 PERCENTILES = [0, 5, 50, 95, 100]
 

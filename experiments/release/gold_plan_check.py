@@ -7,7 +7,7 @@ as an analyst would, on the world's own gold set (`rate tinyrlhf certify`'s defa
 prints per family:
 - the KL the certificate read, and the plan's rows where the family abstains there;
 - the share of gold sets of N rows that the plan's simulation says pass both floors
-  (`rate.certify.estimators.GoldDraws`, from the plan's unlabelled samples of both policies),
+  (`tinyworld.certify.estimators.GoldDraws`, from the plan's unlabelled samples of both policies),
   and, beside it, the same from the reference's samples alone (the first design);
 - the share of the study's fresh gold sets on which the family did not abstain.
 
@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from rate.certify.certify import CertifySettings, certify_policy, plan_log_ratios
-from rate.certify.estimators import GoldDraws
-from rate.tinyrlhf.models import load_policy
+from tinyworld.certify.certify import CertifySettings, certify_policy, plan_log_ratios
+from tinyworld.certify.estimators import GoldDraws
+from tinyworld.models import load_policy
 
 
 def observed_pass(journal: Path) -> tuple[dict, dict[str, dict[str, float]]]:

@@ -17,13 +17,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rate.tinyrlhf.data import pool_from_records
-from rate.tinyrlhf.evaluate import load_oracle
-from rate.tinyrlhf.models import load_policy, load_reward_model
-from rate.tinyrlhf.prompts import balanced, make_prompts
-from rate.tinyrlhf.rl import apply_reward_wrapper, load_reward_wrapper
-from rate.tinyrlhf.sampling import sample, score
-from rate.tinyrlhf.vocab import FAMILIES, decode_responses
+from tinyworld.data import pool_from_records
+from tinyworld.evaluate import load_oracle
+from tinyworld.models import load_policy, load_reward_model
+from tinyworld.prompts import balanced, make_prompts
+from tinyworld.rl import apply_reward_wrapper, load_reward_wrapper
+from tinyworld.sampling import sample, score
+from tinyworld.vocab import FAMILIES, decode_responses
 
 MIN_ROWS = 20  # a count's gap is shown where this many responses hold it
 

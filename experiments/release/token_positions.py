@@ -15,10 +15,10 @@ from pathlib import Path
 
 import torch
 
-from rate.tinyrlhf.data import load_prompts
-from rate.tinyrlhf.models import load_policy, load_reward_model
-from rate.tinyrlhf.sampling import sample, score
-from rate.tinyrlhf.vocab import FAMILY_ID, N_SYLLABLES, RESPONSE_LEN, SYLLABLE_ID
+from tinyworld.data import load_prompts
+from tinyworld.models import load_policy, load_reward_model
+from tinyworld.sampling import sample, score
+from tinyworld.vocab import FAMILY_ID, N_SYLLABLES, RESPONSE_LEN, SYLLABLE_ID
 
 world, family, name = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 token = SYLLABLE_ID[name]

@@ -10,8 +10,8 @@ import json
 import sys
 from pathlib import Path
 
-from rate.tinyrlhf.evaluate import evaluate_policy, load_oracle
-from rate.tinyrlhf.models import load_policy, load_reward_model
+from tinyworld.evaluate import evaluate_policy, load_oracle
+from tinyworld.models import load_policy, load_reward_model
 
 RUNS = ["default-s800", "fourfam-s800", "kl002-s1500", "kl05-s800", "pilotmix-s800"]
 out = {}

@@ -10,7 +10,7 @@ CALLS (200) calls after 10 untimed:
   REINFORCE loss's backward): eager on RL's route for linear layers (what the trainer runs,
   less the weight gradients it hands to its second thread), eager on torch's path, and
   compiled on torch's path (inductor cannot lower oneDNN's linear op);
-- the reward model: the trainer's trace (``rate.tinyrlhf.traced.Traced``, RL's route),
+- the reward model: the trainer's trace (``tinyworld.traced.Traced``, RL's route),
   eager on torch's path, and compiled on torch's path;
 
 with the seconds each compilation took (the first call's, with inductor's cache as it stands)
@@ -27,9 +27,9 @@ from pathlib import Path
 
 import torch
 
-from rate.tinyrlhf import kernels
-from rate.tinyrlhf.rl import PromptSampler, TracedPasses, load_rl_config, prepare
-from rate.tinyrlhf.sampling import response_logprobs, sample
+from tinyworld import kernels
+from tinyworld.rl import PromptSampler, TracedPasses, load_rl_config, prepare
+from tinyworld.sampling import response_logprobs, sample
 
 
 def best_ms(fn: Callable[[], object], calls: int, rounds: int) -> float:

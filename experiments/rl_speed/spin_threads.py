@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-import rate.tinyrlhf.rl as rl
+import tinyworld.rl as rl
 
 
 def main(world: Path, threads: int, mode: str, steps: int = 200) -> None:

@@ -6,7 +6,7 @@
 Each variant runs the default recipe's step on the world, 20 untimed steps then STEPS timed,
 in one process, twice in turn (noisy machines):
 
-- ``trainer``: what ``rate.tinyrlhf.rl`` does, the reward model beside the two passes;
+- ``trainer``: what ``tinyworld.rl`` does, the reward model beside the two passes;
 - ``halves``: two threads each sample, score and train half of the prompts, the gradients
   summed into the same flat parameter before one optimiser step;
 - ``split``: after sampling, the second thread scores and runs the policy's passes on 6 of
@@ -26,15 +26,15 @@ from pathlib import Path
 import torch
 
 from rate.heap import keep_freed_memory
-from rate.tinyrlhf.kernels import rl_linear_route
-from rate.tinyrlhf.rl import (
+from tinyworld.kernels import rl_linear_route
+from tinyworld.rl import (
     PromptSampler,
     load_rl_config,
     prepare,
     shaped_advantages,
     start_training,
 )
-from rate.tinyrlhf.sampling import response_logprobs, sample, score
+from tinyworld.sampling import response_logprobs, sample, score
 
 parser = argparse.ArgumentParser()
 parser.add_argument("world", type=Path)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rate.catalog import load_dataset_template
 from rate.effects.stage import compute_effects
-from rate.studies.common import scored_pool
+from tinyworld.studies.common import scored_pool
 
 TEMPLATES = ("tinyrlhf_dune_pa", "tinyrlhf_ember_he")
 SCORERS = {"tinyrlhf_rm": "reward model", "tinyrlhf_oracle": "true quality"}

@@ -22,8 +22,8 @@ import numpy as np
 from rate.catalog import load_dataset_template
 from rate.records import ORIGINAL, PERFECT, REWRITE, REWRITTEN, TEXTS
 from rate.rewrite.backends import build_rewriter
-from rate.studies.common import ScoredPool, score_rows_with, scored_pool
-from rate.studies.synthetic import TEMPLATE, TYPO, _estimates, typo_level_rows
+from tinyworld.studies.common import ScoredPool, score_rows_with, scored_pool
+from tinyworld.studies.synthetic import TEMPLATE, TYPO, _estimates, typo_level_rows
 
 SCORER = "tinyrlhf_rm"
 SHARES = (0.0, 0.5, 1.0)

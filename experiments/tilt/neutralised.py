@@ -31,12 +31,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rate.tilt.forecast import calibration_line, model_forecast
-from rate.tilt.guided import additive_fit, sample_tilt
-from rate.tilt.run import CORRECTED, RAW, Rewards, reference_samples
-from rate.tinyrlhf.data import load_labelled, pool_from_records
-from rate.tinyrlhf.models import load_policy, load_reward_model
-from rate.tinyrlhf.vocab import FAMILIES, N_SYLLABLES, RESPONSE_LEN, SYLLABLE_ID
+from tinyworld.data import load_labelled, pool_from_records
+from tinyworld.models import load_policy, load_reward_model
+from tinyworld.tilt.forecast import calibration_line, model_forecast
+from tinyworld.tilt.guided import additive_fit, sample_tilt
+from tinyworld.tilt.run import CORRECTED, RAW, Rewards, reference_samples
+from tinyworld.vocab import FAMILIES, N_SYLLABLES, RESPONSE_LEN, SYLLABLE_ID
 
 DRAWS = 2
 SAMPLES = 10_000

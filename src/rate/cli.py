@@ -1,4 +1,5 @@
-"""The `rate` command: one subcommand per stage, plus the tiny RLHF world and the demo."""
+"""The `rate` command: one subcommand per stage of the pipeline, its tools, and whatever the
+installed plugins add (the tiny RLHF world: `rate world ...`, `rate demo`)."""
 
 from __future__ import annotations
 
@@ -6,30 +7,49 @@ import argparse
 import errno
 import logging
 import os
+import re
 import sys
 import traceback
+from typing import NoReturn
 
 # The command modules only build parsers; each imports what its commands run when they run,
 # so that `rate --help` stays fast.
 from rate import __version__, pipeline_cli
-from rate.audit import cli as audit_cli
-from rate.certify import cli as certify_cli
 from rate.demos import cli as demo_cli
 from rate.errors import RateError
 from rate.io import write_error
+from rate.plugins import plugin_commands
 from rate.results import cli as results_cli
 from rate.settings import load_settings, log_to_files, redact, setup_logging
 from rate.slurm import cli as slurm_cli
 from rate.studies import cli as study_cli
+from rate.suggest import unknown_name_message
 from rate.sweep import cli as sweep_cli
-from rate.tilt import cli as tilt_cli
-from rate.tinyrlhf import cli as tiny_cli
 
 log = logging.getLogger(__name__)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rate", description=__doc__)
+class Parser(argparse.ArgumentParser):
+    """argparse with a did-you-mean for a mistyped command (every subparser is one too)."""
+
+    def error(self, message: str) -> NoReturn:
+        match = re.match(
+            r"argument (\S+): invalid choice: '([^']*)' \(choose from (.*)\)$", message
+        )
+        if match and match.group(1) in ("COMMAND", "STUDY"):
+            choices = re.findall(r"'([^']*)'", match.group(3)) or match.group(3).split(", ")
+            message = unknown_name_message("command", match.group(2), choices)
+        super().error(message)
+
+
+# Old command lines of rate's own -> new ones (plugins bring theirs): hidden, and each use
+# says the new name.
+ALIASES = {("plot",): ("plots",)}
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[tuple[str, ...], tuple[str, ...]]]:
+    """The parser, with the plugins' commands after rate's own, and every alias."""
+    parser = Parser(prog="rate", description=__doc__)
     parser.add_argument("--version", action="version", version=f"rate {__version__}")
     # -v and -q are taken anywhere on the line (rate score_dataset -v too): see main().
     loudness = parser.add_mutually_exclusive_group()
@@ -41,18 +61,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    # The pipeline first, then its tools, then what plugins add.
     pipeline_cli.register(sub)
-    audit_cli.register(sub)
-    demo_cli.register(sub)
     results_cli.register(sub)
-    slurm_cli.register(sub)
-    study_cli.register(sub)
     sweep_cli.register(sub)
-    tiny = tiny_cli.register(sub)
-    # The release tools sit above the tiny world's modules, so they join its command here.
-    certify_cli.register(tiny)
-    tilt_cli.register(tiny)
-    return parser
+    slurm_cli.register(sub)
+    demo_cli.register(sub)
+    study_cli.register(sub)
+    aliases = dict(ALIASES)
+    for plugin in plugin_commands():
+        plugin.register(sub)
+        aliases.update(plugin.aliases)
+    return parser, aliases
+
+
+def resolve_alias(argv: list[str], aliases: dict[tuple[str, ...], tuple[str, ...]]) -> list[str]:
+    """``argv`` with an old command name replaced by its new one (the longest match), saying
+    so on stderr once."""
+    for old in sorted(aliases, key=len, reverse=True):
+        if tuple(argv[: len(old)]) == old:
+            new = aliases[old]
+            print(
+                f"rate: '{' '.join(('rate', *old))}' is now '{' '.join(('rate', *new))}'; "
+                "the old name still works for now",
+                file=sys.stderr,
+            )
+            return [*new, *argv[len(old) :]]
+    return argv
 
 
 def _fail(text: str, details: str = "") -> None:
@@ -81,10 +116,14 @@ def split_loudness(argv: list[str]) -> tuple[list[str], str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # OpenMP threads that spin while they wait make torch several times slower when the cores
+    # are shared (BENCHMARKS.md); yielding costs little when they are not. Set before any
+    # command loads torch's OpenMP runtime; an explicit setting wins.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     load_settings()
-    parser = build_parser()
+    parser, aliases = build_parser()
     argv, level = split_loudness(sys.argv[1:] if argv is None else list(argv))
-    args = parser.parse_args(argv)
+    args = parser.parse_args(resolve_alias(argv, aliases))
     args.verbose, args.quiet = level == "DEBUG", level == "WARNING"
     if args.quiet:  # warnings only: no progress bars either (ours and transformers')
         os.environ["RATE_PROGRESS"] = "0"

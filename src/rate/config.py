@@ -1,7 +1,7 @@
 """The experiment config: one YAML file, a section per stage, typed and validated before work.
 
 The sections and key names are those of the reference pipeline (``smoke_test``, ``rewrites``,
-``scoring``, ``effects``) so that its users recognise them; ``plots`` and ``world`` are ours.
+``scoring``, ``effects``) so that its users recognise them; ``plots`` and ``slurm`` are ours.
 ``--set section.key=value`` overrides any key (the value is read as YAML). As with the
 reference's scripts, each stage reads only its own section: a config may hold just that one
 (:data:`STAGE_SECTIONS`).
@@ -20,7 +20,7 @@ import yaml
 from rate.errors import ConfigError
 from rate.schema import from_dict, opt, parse_assignment, to_dict
 from rate.score.backends import names_a_model, scoring_template_of
-from rate.settings import checkout_root, project_dir
+from rate.settings import checkout_root
 from rate.slurm_options import SlurmConfig
 from rate.store import is_name_part
 from rate.suggest import unknown_name_message
@@ -262,11 +262,7 @@ class Config:
         False, help="small runs that cost little; output names end in _smoke_test"
     )
     plots: PlotsConfig = opt(help="stage 4", factory=PlotsConfig)
-    world: str | None = opt(None, help="the tiny RLHF world; null: PROJECT_DIR/tinyrlhf/world")
     slurm: SlurmConfig = opt(help="jobs when PARTITION is set", factory=SlurmConfig)
-
-    def world_dir(self) -> Path:
-        return Path(self.world).expanduser() if self.world else project_dir() / "tinyrlhf" / "world"
 
     def need(self, section: str, stage: str, where: str = "the config") -> Any:
         """The section ``stage`` reads; its absence is an error naming the key."""

@@ -3,7 +3,7 @@
 A tiny-world training step allocates and frees hundreds of tensors of 0.1-2 MB. With glibc's
 defaults, blocks that large come from fresh ``mmap`` pages or from a heap top that is trimmed
 back to the system after each step, so every step touches new pages: 2,715 page faults per
-RL step against 2, and 25.5 against 20.5 ms (``python -m rate.bench.rl_step [--glibc-heap]``).
+RL step against 2, and 25.5 against 20.5 ms (``python -m benchmarks.rl_step [--glibc-heap]``).
 Raising the mmap threshold to glibc's maximum and switching trimming off serves them from the
 heap instead, at the price of a process whose resident memory stays at its peak. The
 arithmetic is unchanged: only where the bytes live moves.

@@ -1,6 +1,6 @@
 """Independent torch jobs in worker processes, one thread each.
 
-Every trainer of the tiny world runs torch on one thread (``rate.tinyrlhf.rl.train_rl``:
+Every trainer of the tiny world runs torch on one thread (``tinyworld.rl.train_rl``:
 with OpenMP's threads sleeping between kernels, a second thread made an RL step slower, not
 faster), so a machine's other cores serve other runs: the RL runs of a world build, the
 release study and the sweep go to a pool of single-threaded processes, one per CPU (two runs

@@ -1,4 +1,4 @@
-"""`rate create_dataset | score_dataset | treatment_effects | plot | validate`: the stages.
+"""`rate create_dataset | score_dataset | treatment_effects | plots | validate`: the stages.
 
 Each stage reads the experiment config (``--config``, default experiments/config.yaml) with any
 ``--set section.key=value`` overrides, validates it before doing any work, writes its outputs
@@ -59,13 +59,13 @@ STAGES = {
         "rate treatment_effects --set effects.group_by=family",
         "effects.n_bootstrap=200",
     ),
-    "plot": (
+    "plots": (
         "stage 4: figures from effect files",
         "Reads the effect files of plots.effects_files (latest: the newest of the effects "
         "section's dataset, concept and score) in effects/, and the scored file each names. "
         "Writes plots/<dataset>_<stamp>/: the figures (plots.formats), a summary and a table "
         "of sample rewrites.",
-        "rate plot --set plots.formats=[png,pdf]",
+        "rate plots --set plots.formats=[png,pdf]",
         "plots.formats=[svg]",
     ),
 }
@@ -73,7 +73,7 @@ FUNCS = {
     "create_dataset": "cmd_create_dataset",
     "score_dataset": "cmd_score_dataset",
     "treatment_effects": "cmd_treatment_effects",
-    "plot": "cmd_plot",
+    "plots": "cmd_plot",
 }
 
 

@@ -34,6 +34,11 @@ class Part:
         """The scoring templates this part reads W or rewrites with (checked on load)."""
         return []
 
+    def inputs(self) -> dict[str, str]:
+        """What the part reads besides its options, resolved now ({"world": path}): a step
+        made from other inputs is not reused (the sweep's markers)."""
+        return {}
+
     def example_fields(self) -> frozenset[str] | None:
         """A source's: the metadata fields each of its examples carries (None: not known
         before the data is read)."""

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 import torch
 
-from rate.audit import effects as fx
-from rate.audit.features import N_FEATURES, Feature, family_features, feature_counts
-from rate.audit.quality import site_shares, token_quality
-from rate.audit.run import load_inputs, run_audit
-from rate.audit.scan import AuditSettings
-from rate.tinyrlhf.vocab import N_SYLLABLES, SYLLABLE_ID
 from tests.helpers import run_rate
+from tinyworld.audit import effects as fx
+from tinyworld.audit.features import N_FEATURES, Feature, family_features, feature_counts
+from tinyworld.audit.quality import site_shares, token_quality
+from tinyworld.audit.run import load_inputs, run_audit
+from tinyworld.audit.scan import AuditSettings
+from tinyworld.vocab import N_SYLLABLES, SYLLABLE_ID
 
 PA, KA, RA = SYLLABLE_ID["pa"], SYLLABLE_ID["ka"], SYLLABLE_ID["ra"]
 
@@ -215,8 +215,8 @@ def test_the_audit_command_reads_no_truth(small_world, tmp_path):
     assert a == b
     for suffix in (".csv", ".md", ".png"):
         assert out_a.with_suffix(suffix).stat().st_size > 0
-    from rate.audit.wrapper import corrections
-    from rate.tinyrlhf.rl import load_reward_wrapper
+    from tinyworld.audit.wrapper import corrections
+    from tinyworld.rl import load_reward_wrapper
 
     assert callable(load_reward_wrapper(wrapper))  # what rate tinyrlhf rl loads
     assert f"CORRECTIONS = json.loads({json.dumps(corrections(a), sort_keys=True)!r})" in (
@@ -252,9 +252,9 @@ class CountingRM(torch.nn.Module):
 
 @pytest.mark.parametrize("with_rate", [True, False])
 def test_the_benchmarks_count_of_reward_model_calls_is_the_audits(small_world, with_rate):
-    """BENCHMARKS.md reports each audit's reward-model calls by rate.bench.audit.rm_calls: the
+    """BENCHMARKS.md reports each audit's reward-model calls by benchmarks.audit.rm_calls: the
     count of a real run (the diagnostic measures no RATE)."""
-    from rate.bench.audit import flagged_pairs, rm_calls
+    from benchmarks.audit import flagged_pairs, rm_calls
 
     inputs = load_inputs(small_world, use_gold=with_rate)
     inputs.rm = CountingRM(inputs.rm)
@@ -270,7 +270,7 @@ def test_the_benchmarks_count_of_reward_model_calls_is_the_audits(small_world, w
 def test_the_acceptance_study_checks_an_audit_against_the_planted_truth(small_world):
     """The study's truth side on the small world: the planted set is the world config's, the
     AUCs are over all 3,600 candidates, and the rule accepts exactly what it says."""
-    from rate.studies.audit import audit_world, study_table, verdict
+    from tinyworld.studies.audit import audit_world, study_table, verdict
 
     settings = AuditSettings(n_token=6, n_pair=3, n_rate_token=4, n_rate_pair=2)
     res = audit_world(small_world, settings)
@@ -300,8 +300,8 @@ def test_the_second_stages_flags_are_checked_against_the_planted_pairs(small_wor
     """Known answer on the small world's truth (cobalt's planted pair `ka ra`): a second-stage
     flag on cobalt `ra` is a planted pair's syllable; on dune `ka` (no pair planted in dune)
     it is not; unflagged rows and rows of an audit without the stage count for nothing."""
-    from rate.tinyrlhf.audit_truth import check_second_stage
-    from rate.tinyrlhf.evaluate import load_oracle
+    from tinyworld.audit_truth import check_second_stage
+    from tinyworld.evaluate import load_oracle
 
     _, config = load_oracle(small_world)
     rows = [
@@ -319,8 +319,8 @@ def test_the_second_stages_flags_are_checked_against_the_planted_pairs(small_wor
 def test_the_wrapper_removes_each_flagged_features_excess(tmp_path):
     """Known answer: dune 'pa' flagged with excess 1.2, cobalt 'ka ra' with an adjacency
     interaction of 0.5, ember 'he' not flagged; the file is what rate tinyrlhf rl loads."""
-    from rate.audit.wrapper import write_wrapper
-    from rate.tinyrlhf.rl import load_reward_wrapper
+    from tinyworld.audit.wrapper import write_wrapper
+    from tinyworld.rl import load_reward_wrapper
 
     def row(family, feature, kind, flagged, excess, rm_effect):
         return {"family": family, "feature": feature, "kind": kind, "flagged": flagged,
@@ -352,8 +352,8 @@ def test_the_wrapper_removes_a_tokens_excess_at_each_occurrences_position(tmp_pa
     there (the position's RM effect minus the same quality), and the mean elsewhere; where a
     position has no measurement (NaN, or null once saved), the excess. The ridge baseline
     stays one for all."""
-    from rate.audit.wrapper import corrections, write_wrapper
-    from rate.tinyrlhf.rl import load_reward_wrapper
+    from tinyworld.audit.wrapper import corrections, write_wrapper
+    from tinyworld.rl import load_reward_wrapper
 
     at = [1.1, 1.3, None, float("nan"), 1.6, 1.3, 1.3, 1.3]  # None: NaN in a saved audit
     audit = {"candidates": [
@@ -382,8 +382,8 @@ def test_the_second_stage_tests_a_flagged_pairs_syllables_among_themselves():
     wa, ta (p 0.0156, 0.66, 0.905) are Holm-tested among those three alone: ba's adjusted p
     is 3 x 0.0156 = 0.0468 < 0.05, the others' are not. 'ta' of cobalt (no flagged pair
     there), an already flagged syllable and the pairs themselves are not in the stage."""
-    from rate.audit.report import second_stage_section
-    from rate.audit.scan import second_stage
+    from tinyworld.audit.report import second_stage_section
+    from tinyworld.audit.scan import second_stage
 
     def row(family, feature, kind, flagged, p):
         return {"family": family, "feature": feature, "kind": kind, "flagged": flagged, "p": p,
@@ -429,8 +429,8 @@ def test_the_wrapper_corrects_a_second_stage_syllable_as_a_token(tmp_path):
     """Known answer: fjord 'ba ba' corrected by its complex, and its syllable 'ba' (flagged by
     the second stage, excess 0.1, RM 0.07 on average and 0.17 at position 2) per occurrence at
     its position; the analyst's ridge does not read the second stage."""
-    from rate.audit.wrapper import corrections, write_wrapper
-    from rate.tinyrlhf.rl import load_reward_wrapper
+    from tinyworld.audit.wrapper import corrections, write_wrapper
+    from tinyworld.rl import load_reward_wrapper
 
     at = [0.07, 0.07, 0.17, 0.07, 0.07, 0.07, 0.07, 0.07]
     audit = {"candidates": [
@@ -456,7 +456,7 @@ def test_the_wrapper_corrects_a_second_stage_syllable_as_a_token(tmp_path):
 def test_the_wrapper_of_the_analysts_ridge_scan(tmp_path):
     """--method ridge: the wrapper removes the ridge bonus of each token the analyst's scan
     flags (it has no pairs), the correction the analyst made."""
-    from rate.audit.wrapper import corrections
+    from tinyworld.audit.wrapper import corrections
 
     audit = {
         "candidates": [],
@@ -492,8 +492,8 @@ def test_method_ridge_from_the_command_line(small_world, tmp_path):
 def test_a_study_that_reuses_an_older_audits_wrappers_says_so(tmp_path, caplog):
     """Wrappers written from an audit without positions (an older rate) are reused, with a
     warning that names the flat-corrected tokens and what to delete."""
-    from rate.audit.wrapper import tokens_without_positions
-    from rate.studies.release import write_wrappers
+    from tinyworld.audit.wrapper import tokens_without_positions
+    from tinyworld.studies.release import write_wrappers
 
     row = {"family": "dune", "feature": "pa", "kind": "token", "flagged": True}
     old = {"candidates": [row, {**row, "feature": "he", "flagged": False}]}
@@ -505,12 +505,12 @@ def test_a_study_that_reuses_an_older_audits_wrappers_says_so(tmp_path, caplog):
     for name in ("ridge", "ours", "oracle"):
         (folder / f"{name}.py").write_text("CORRECTIONS = {}\n")
     (folder / "audit.json").write_text(json.dumps(old))
-    with caplog.at_level("WARNING", logger="rate.studies.release"):
+    with caplog.at_level("WARNING", logger="tinyworld.studies.release"):
         paths = write_wrappers(tmp_path / "no-world-needed", tmp_path / "study")
     assert paths["ours"] == folder / "ours.py"
     assert "dune `pa`" in caplog.text and "delete" in caplog.text
     caplog.clear()
     (folder / "audit.json").write_text(json.dumps(new))
-    with caplog.at_level("WARNING", logger="rate.studies.release"):
+    with caplog.at_level("WARNING", logger="tinyworld.studies.release"):
         write_wrappers(tmp_path / "no-world-needed", tmp_path / "study")
     assert caplog.text == ""

@@ -1,4 +1,4 @@
-"""The pair complex (rate.audit.complexes) on hand-made reward models with known answers, and
+"""The pair complex (tinyworld.audit.complexes) on hand-made reward models with known answers, and
 the wrapper that subtracts it."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from rate.audit.complexes import cell_of, pair_complex, patterns, rm_calls
-from rate.audit.wrapper import write_wrapper
-from rate.tinyrlhf.rl import load_reward_wrapper
-from rate.tinyrlhf.vocab import N_SYLLABLES, SYLLABLE_ID
+from tinyworld.audit.complexes import cell_of, pair_complex, patterns, rm_calls
+from tinyworld.audit.wrapper import write_wrapper
+from tinyworld.rl import load_reward_wrapper
+from tinyworld.vocab import N_SYLLABLES, SYLLABLE_ID
 
 WA, TA, BA = SYLLABLE_ID["wa"], SYLLABLE_ID["ta"], SYLLABLE_ID["ba"]
 
@@ -109,7 +109,7 @@ def test_the_wrapper_subtracts_each_responses_cell_of_a_measured_complex(tmp_pat
 
 
 def test_the_audit_report_shows_each_flagged_pairs_largest_cells():
-    from rate.audit.report import complexes_section
+    from tinyworld.audit.report import complexes_section
 
     row = {"family": "fjord", "feature": "ba ba", "kind": "pair", "flagged": True,
            "rm_effect": 0.75, "complex": {"draws_per_cell": 2, "cells": {
@@ -124,7 +124,7 @@ def test_the_audit_report_shows_each_flagged_pairs_largest_cells():
 
 
 def test_the_audit_report_shows_each_flagged_tokens_excess_by_position():
-    from rate.audit.report import positions_section
+    from tinyworld.audit.report import positions_section
 
     row = {
         "family": "dune",

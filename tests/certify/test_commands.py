@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rate.certify.certify import CertifySettings, certify_policy, load_gold
-from rate.certify.recipes import split_gold
 from rate.errors import RateError
-from rate.tinyrlhf.vocab import FAMILY_ID
 from tests.helpers import run_rate
+from tinyworld.certify.certify import CertifySettings, certify_policy, load_gold
+from tinyworld.certify.recipes import split_gold
+from tinyworld.vocab import FAMILY_ID
 
 FAST = ["--fresh", "60", "--replicates", "200"]
 
@@ -37,8 +37,8 @@ def test_the_reference_certifies_as_its_gold_mean(small_world):
 def test_the_kl_is_read_from_a_draw_of_its_own(small_world):
     # The abstention's KL and the DR's fresh samples are two draws of the same policy: the
     # same size and prompts, different responses.
-    from rate.certify.certify import gather
-    from rate.tinyrlhf.models import load_policy, load_reward_model
+    from tinyworld.certify.certify import gather
+    from tinyworld.models import load_policy, load_reward_model
 
     run = next((small_world / "runs").glob("*/checkpoint"))
     inputs = gather(
@@ -56,8 +56,8 @@ def test_a_certifier_scores_its_gold_set_once(small_world, monkeypatch):
     """A sweep's screens and an assessment's certificates share one certifier: the reference's
     log-probabilities and the corrected reward of the gold responses are computed once, and
     each certificate is the one a certifier of its own gives, to the bit."""
-    from rate.certify import certify as module
-    from rate.certify.certify import Certifier
+    from tinyworld.certify import certify as module
+    from tinyworld.certify.certify import Certifier
 
     settings = CertifySettings(60, 50, plan_per_family=0)
     runs = [small_world / "runs" / name / "checkpoint" for name in ("kl05-s800", "kl002-s1500")]
@@ -90,9 +90,9 @@ def test_a_certifier_scores_its_gold_set_once(small_world, monkeypatch):
 
 
 def test_an_abstaining_certificate_sizes_the_gold_set_that_would_let_it_answer(small_world):
-    from rate.certify.certify import certify_inputs, gather, markdown
-    from rate.studies.certify import fresh_gold, write_fresh_gold
-    from rate.tinyrlhf.models import load_policy, load_reward_model
+    from tinyworld.certify.certify import certify_inputs, gather, markdown
+    from tinyworld.models import load_policy, load_reward_model
+    from tinyworld.studies.certify import fresh_gold, write_fresh_gold
 
     run = small_world / "runs" / "kl002-s1500" / "checkpoint"
     planned = certify_policy(small_world, run, settings=CertifySettings(60, 200))
@@ -146,7 +146,7 @@ def test_the_gold_split_halves_every_family():
 def test_assessment_watches_the_features_the_wrapper_corrects():
     # Flagged features, and the syllables the audit's second stage flagged (the wrapper
     # corrects both); an unflagged row and one of an audit without the stage are left out.
-    from rate.certify.assess import flagged_features
+    from tinyworld.certify.assess import flagged_features
 
     audit = {"candidates": [
         {"family": "fjord", "feature": "ba ba", "flagged": True, "pair_syllable_flagged": False},
@@ -236,8 +236,8 @@ def _world_with_runs(small_world, where, runs: tuple[str, ...]):
 def test_an_assessment_loads_every_policy_first_and_names_the_runs_it_leaves_out(
     small_world, tmp_path, monkeypatch
 ):
-    from rate.certify.assess import NO_CHECKPOINT, assess_world, markdown
-    from rate.certify.certify import Certifier
+    from tinyworld.certify.assess import NO_CHECKPOINT, assess_world, markdown
+    from tinyworld.certify.certify import Certifier
 
     world = _world_with_runs(small_world, tmp_path, ("kl002-s1500",))
     (world / "runs" / "aa-killed").mkdir()  # a run killed before its checkpoint
@@ -269,10 +269,10 @@ def test_an_assessment_loads_every_policy_first_and_names_the_runs_it_leaves_out
 def test_a_rerun_of_an_assessment_certifies_only_the_runs_whose_inputs_changed(
     small_world, tmp_path, monkeypatch, caplog
 ):
-    from rate.certify.assess import JOURNAL, assess_world
-    from rate.certify.certify import Certifier
     from rate.errors import BusyError
     from rate.io import folder_lock
+    from tinyworld.certify.assess import JOURNAL, assess_world
+    from tinyworld.certify.certify import Certifier
 
     world = _world_with_runs(small_world, tmp_path, ("kl002-s1500", "kl05-s800"))
     certified = []
@@ -322,7 +322,7 @@ def test_a_rerun_of_an_assessment_certifies_only_the_runs_whose_inputs_changed(
 
     # Other code (an edit to the certificate's estimators, say) never reuses a kept row.
     certified.clear()
-    monkeypatch.setattr("rate.certify.assess.code_digest", lambda name: "other code")
+    monkeypatch.setattr("tinyworld.certify.assess.code_digest", lambda name: "other code")
     assess_world(world, audit, None, settings=settings, gold=gold, out=out)
     assert sorted(certified) == ["kl002-s1500", "kl05-s800"]
 
@@ -347,8 +347,8 @@ def test_a_rerun_of_an_assessment_certifies_only_the_runs_whose_inputs_changed(
     ],
 )
 def test_a_policy_name_that_is_not_a_file_name_part_is_refused(item, message):
-    from rate.certify.cli import named_paths
     from rate.errors import ConfigError
+    from tinyworld.certify.cli import named_paths
 
     with pytest.raises(ConfigError, match=message):
         named_paths([item])
@@ -439,7 +439,7 @@ def test_the_sweep_certifies_every_checkpoint_and_reports_on_held_out_gold(small
 
 
 def test_a_rerun_of_a_sweep_screens_only_what_is_new(small_world, tmp_path, monkeypatch, caplog):
-    from rate.certify import recipes
+    from tinyworld.certify import recipes
 
     calls = []
     screen, certify = recipes.screen, recipes.Certifier.certify
@@ -503,8 +503,8 @@ def test_a_rerun_of_a_sweep_screens_only_what_is_new(small_world, tmp_path, monk
 
 def test_the_screen_reads_the_gold_set_it_is_given(small_world, tmp_path):
     # The reference's weights are all 1: its screen's ESS is the gold set's rows per family.
-    from rate.certify.recipes import label_free_screen
-    from rate.studies.certify import write_fresh_gold
+    from tinyworld.certify.recipes import label_free_screen
+    from tinyworld.studies.certify import write_fresh_gold
 
     settings = CertifySettings(60, 50, plan_per_family=0)
     gold = tmp_path / "gold.jsonl"
@@ -524,8 +524,8 @@ def test_the_label_free_screen_reads_no_label(small_world, monkeypatch):
     label took part in the choice, so all of them can certify it."""
     import torch
 
-    from rate.certify import recipes
-    from rate.certify.certify import CertifySettings
+    from tinyworld.certify import recipes
+    from tinyworld.certify.certify import CertifySettings
 
     settings = CertifySettings(60, 50)
     policy = small_world / "runs" / "kl05-s800" / "checkpoint"
@@ -546,7 +546,7 @@ def rows(*screens: tuple[float, int, str, float]) -> list[dict]:
 
 
 def test_the_refined_kl_lies_at_the_edge_next_to_the_choice():
-    from rate.certify.recipes import refined_kl
+    from tinyworld.certify.recipes import refined_kl
 
     # 0.1 certifiable (the choice: its corrected reward is the highest that qualifies), 0.05
     # not: the geometric midpoint, sqrt(0.005) = 0.0707...
@@ -668,7 +668,7 @@ def test_a_negative_refine_is_a_one_line_error(small_world, tmp_path):
 def test_the_sweep_refines_at_the_edge(small_world, tmp_path, monkeypatch):
     """With a screen that certifies kl_coef >= 0.07 only, three refinements train 0.0707 (which
     qualifies) then 0.0595 and 0.0649 (which do not), and the choice is among all the runs."""
-    from rate.certify import recipes
+    from tinyworld.certify import recipes
 
     def screen(certifier, path, settings):
         run = path.parent if path.name == "checkpoint" else path.parent.parent
@@ -729,7 +729,7 @@ def test_the_release_study_and_the_coverage_harness(small_world, tmp_path, monke
     assert "made from other inputs (per_family differ)" in other.stderr
     assert json.loads((tmp_path / "rel" / "release_study.json").read_text()) == study
 
-    from rate.studies.certify import coverage_study
+    from tinyworld.studies.certify import coverage_study
 
     policies = {"reference": small_world / "policy"}
     policies["kl05"] = small_world / "runs" / "kl05-s800" / "checkpoint"
@@ -761,7 +761,7 @@ def test_the_release_study_and_the_coverage_harness(small_world, tmp_path, monke
     # A kill in the middle of the third set's append: its line is cut off. The rerun drops the
     # piece, certifies that set alone again and tallies the same as the whole first run.
     journal.write_bytes(b"\n".join(lines[:3]) + b"\n" + lines[3][:40])
-    import rate.studies.certify as harness
+    import tinyworld.studies.certify as harness
 
     drawn = []
     real_fresh_gold = harness.fresh_gold
@@ -856,8 +856,8 @@ def test_the_release_study_and_the_coverage_harness(small_world, tmp_path, monke
 def test_the_benchmark_times_each_runs_certificate_as_certify_gives_it(small_world):
     # `make bench`'s certify section: one row per run, the same certificate as `certify`
     # (its abstentions), the median of the rows' totals in the text.
-    from rate.bench.certify import bench_certify, render_certify
-    from rate.certify.assess import runs_of
+    from benchmarks.certify import bench_certify, render_certify
+    from tinyworld.certify.assess import runs_of
 
     settings = CertifySettings(60, 200)
     figures = bench_certify(small_world, settings, screen_gold_per_family=150)
@@ -905,7 +905,7 @@ def test_the_benchmark_says_in_one_line_when_a_world_has_no_run_to_certify(small
     shutil.copytree(small_world, world, ignore=shutil.ignore_patterns("runs"))
     out = tmp_path / "BENCH.md"
     done = subprocess.run(
-        [sys.executable, "-m", "rate.bench", "--world", str(world), "--sections", "certify",
+        [sys.executable, "-m", "benchmarks", "--world", str(world), "--sections", "certify",
          "--out", str(out)],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from rate.certify.certify import MAX_FAMILY_LOSS, MIN_BALANCED_GAIN, verdict
-from rate.certify.estimators import (
+from tinyworld.certify.certify import MAX_FAMILY_LOSS, MIN_BALANCED_GAIN, verdict
+from tinyworld.certify.estimators import (
     Interval,
     abstains,
     bootstrap_counts,
@@ -46,8 +46,8 @@ def test_the_fast_bootstrap_draws_what_plain_numpy_draws(n, monkeypatch):
     # The counts (counted a block at a time; a small block forces several at n 7 and 300) and
     # the folds (in uint8) equal plain numpy's from the same stream, and the DR replicates
     # equal the plain version's (folds by np.unique, fitted values as a matrix) to rounding.
-    from rate.bench.certify import plain_bootstrap_counts, plain_dr_replicates, plain_split_folds
-    from rate.certify import estimators
+    from benchmarks.certify import plain_bootstrap_counts, plain_dr_replicates, plain_split_folds
+    from tinyworld.certify import estimators
 
     monkeypatch.setattr(estimators, "COUNT_BLOCK", 64)
     ours, plain = np.random.default_rng(3), np.random.default_rng(3)
@@ -88,7 +88,7 @@ def test_a_split_per_replicate_carries_the_splits_variance():
     # Replicates that resample nothing (every count 1) differ only by their fold split: with
     # one split for all they are equal, with a split each they spread as the split does, and
     # each equals the estimate computed with that split alone.
-    from rate.certify.estimators import split_folds
+    from tinyworld.certify.estimators import split_folds
 
     rng = np.random.default_rng(6)
     n, m = 40, 30
@@ -161,7 +161,7 @@ def test_abstention_reads_the_kl_of_its_own_draw():
     # The KL that decides abstention is the mean log weight of the second draw (log_w_kl),
     # not of the samples the DR's model averages over: with 100 gold rows the floor is
     # KL <= log(100 / 15) = 1.90.
-    from rate.certify.certify import CertifySettings, FamilyInputs, certify_inputs
+    from tinyworld.certify.certify import CertifySettings, FamilyInputs, certify_inputs
 
     rng = np.random.default_rng(8)
     log_w, s = rng.normal(-0.05, 0.3, 100), rng.normal(size=100)
@@ -278,7 +278,7 @@ def test_the_guardrails_read_the_lower_bounds():
 
 
 def test_t_quantiles_and_the_pooled_half_width():
-    from rate.certify.estimators import pooled_half_width, t_quantile
+    from tinyworld.certify.estimators import pooled_half_width, t_quantile
 
     # Tables: t_0.975 with 14 and 30 degrees of freedom; the normal's 1.95996 in the limit.
     assert t_quantile(0.95, 14) == pytest.approx(2.1448, abs=2e-4)
@@ -301,7 +301,7 @@ def test_the_balanced_interval_keeps_each_familys_widening():
     # estimate +- t(ESS - 1) * SE. The balanced mix's is the mean +- the families' half-widths
     # in quadrature / 6. Welch's t, used before, gave the mix a quantile near the normal's and
     # so dropped the families' widening: the mix covered 88-92% at the sweep's edge.
-    from rate.certify.certify import CertifySettings, FamilyInputs, certify_inputs
+    from tinyworld.certify.certify import CertifySettings, FamilyInputs, certify_inputs
 
     rng = np.random.default_rng(4)
     inputs = {}
@@ -325,8 +325,8 @@ def test_the_balanced_interval_keeps_each_familys_widening():
 def test_named_paths_take_name_equals_dir_and_refuse_the_rest():
     from pathlib import Path
 
-    from rate.certify.cli import named_paths
     from rate.errors import ConfigError
+    from tinyworld.certify.cli import named_paths
 
     assert named_paths(["a=x/y", "b=z"]) == {"a": Path("x/y"), "b": Path("z")}
     for bad in ("a", "=x", "a="):
@@ -335,7 +335,7 @@ def test_named_paths_take_name_equals_dir_and_refuse_the_rest():
 
 
 def test_the_gold_plan_is_the_kl_floor_where_every_weight_is_equal():
-    from rate.certify.estimators import gold_needed
+    from tinyworld.certify.estimators import gold_needed
 
     # Equal weights: every simulated gold set has ESS = n, so only n * exp(-KL) >= 15 binds.
     # At KL 2, n >= 15 e^2 = 110.8; the grid's sizes are 100, 141, 200, ...: 141.
@@ -356,7 +356,7 @@ def _binomial_at_least(k: int, n: int, p: float) -> float:
 
 
 def test_the_gold_plan_draws_reference_samples_from_both_policies_samples():
-    from rate.certify.estimators import gold_needed
+    from tinyworld.certify.estimators import gold_needed
 
     # The reference writes A with probability 0.05 and B otherwise; the new policy writes only
     # A, so w(A) = 20 and w(B) = 0, KL = log 20. Among 1,000 reference samples 50 are A; all

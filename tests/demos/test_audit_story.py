@@ -31,7 +31,7 @@ def test_the_audit_demo_tells_the_story_against_the_truth(small_world, tmp_path)
 
 
 def test_the_demo_names_each_correction_per_occurrence_and_per_cell():
-    from rate.demos.audit_story import correction_lines
+    from tinyworld.audit_demo import correction_lines
 
     table = {
         "dune": {"tokens": {"pa": 1.419}, "pairs": {}},

@@ -14,7 +14,6 @@ import tempfile
 from pathlib import Path
 
 from rate.errors import RateError
-from rate.tinyrlhf.rl import load_rl_config, train_rl
 from tests.factories import english_template
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.faults.harness import (
@@ -23,6 +22,7 @@ from tests.faults.harness import (
 )
 from tests.faults.matrix_runs import CANARY
 from tests.faults.scenarios import passed, scenario
+from tinyworld.rl import load_rl_config, train_rl
 
 # -- secrets -------------------------------------------------------------------------------------
 
@@ -177,8 +177,8 @@ def _world() -> Path:
     value = os.environ.get("RATE_MATRIX_WORLD")
     if value:
         return Path(value)
-    from rate.tinyrlhf.build import build_world
-    from rate.tinyrlhf.worldconfig import load_world_config
+    from tinyworld.build import build_world
+    from tinyworld.worldconfig import load_world_config
 
     out = Path(tempfile.mkdtemp(prefix="rate-matrix-world-")) / "world"
     build_world(load_world_config(small=True), out)

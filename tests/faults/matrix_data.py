@@ -14,7 +14,6 @@ from rate.errors import RateError
 from rate.score import tinyworld
 from rate.score.base import Scorer
 from rate.score.stage import score_rows
-from rate.tinyrlhf.rl import load_rl_config
 from tests.factories import STAMP, english_examples, put, scored_rows
 from tests.faults.scenarios import (
     EFFECTS,
@@ -26,6 +25,7 @@ from tests.faults.scenarios import (
     rate,
     scenario,
 )
+from tinyworld.rl import load_rl_config
 
 # -- data files ----------------------------------------------------------------------------------
 
@@ -258,7 +258,7 @@ def _(tmp):
 
 
 class _TinyWorldTexts(Scorer):
-    """Reads texts as the tiny world's scorers do (rate.score.tinyworld), without a world."""
+    """Reads texts as the tiny world's scorers do (tinyworld.scorers), without a world."""
 
     name = "tiny_texts"
 

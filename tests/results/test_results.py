@@ -13,7 +13,7 @@ from rate.effects.estimators import ESTIMATORS
 from rate.io import read_json
 from tests.helpers import run_rate
 
-SMOKE = "experiments/smoke.yaml"
+SMOKE = "experiments/tinyworld/smoke.yaml"
 
 
 def _files(project: Path) -> set[str]:
@@ -31,17 +31,17 @@ def project(small_world: Path, tmp_path_factory: pytest.TempPathFactory) -> dict
     there when the run ended; then two more effect files: the reward model's again (newer)
     and the oracle's."""
     root = tmp_path_factory.mktemp("results")
-    world = f"--set=world={small_world}"
-    run_rate(["create_dataset", "--config", SMOKE, world], root)
-    run_rate(["score_dataset", "--config", SMOKE, world], root)
+    world = {"RATE_WORLD": str(small_world)}
+    run_rate(["create_dataset", "--config", SMOKE], root, **world)
+    run_rate(["score_dataset", "--config", SMOKE], root, **world)
     oracle = ["--set=scoring.model=tinyrlhf_oracle", "--set=scoring.dataset_folder=scored"]
-    run_rate(["score_dataset", "--config", SMOKE, world, *oracle], root)
-    first = run_rate(["treatment_effects", "--config", SMOKE, world], root).stdout.strip()
-    run_rate(["plot", "--config", SMOKE, world], root)
+    run_rate(["score_dataset", "--config", SMOKE, *oracle], root, **world)
+    first = run_rate(["treatment_effects", "--config", SMOKE], root, **world).stdout.strip()
+    run_rate(["plots", "--config", SMOKE], root, **world)
     after_run = _files(root)
-    second = run_rate(["treatment_effects", "--config", SMOKE, world], root).stdout.strip()
+    second = run_rate(["treatment_effects", "--config", SMOKE], root, **world).stdout.strip()
     truth = ["--set=effects.reward_key=true_quality", "--set=effects.score=oracle"]
-    third = run_rate(["treatment_effects", "--config", SMOKE, world, *truth], root).stdout
+    third = run_rate(["treatment_effects", "--config", SMOKE, *truth], root, **world).stdout
     return {
         "root": root,
         "after_run": after_run,

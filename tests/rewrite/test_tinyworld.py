@@ -10,7 +10,7 @@ from rate.errors import DataFileError, RateError, TemplateError
 from rate.rewrite.base import RewriteRequest, checked_outputs
 from rate.rewrite.options import TinyRewriterOptions
 from rate.rewrite.stage import select_examples
-from rate.rewrite.tinyworld import TinyRewriter
+from tinyworld.rewriter import TinyRewriter
 
 RULE = TokenSwap(token="pa", counterpart="ba")
 

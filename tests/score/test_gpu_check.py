@@ -1,4 +1,4 @@
-"""`make gpu-check` (rate.bench.gpu_check): without CUDA it imports and skips cleanly; its own
+"""`make gpu-check` (benchmarks.gpu_check): without CUDA it imports and skips cleanly; its own
 logic runs end to end on the CPU with a tiny model; on a GPU the real check must pass."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 import pytest
 import torch
 
-from rate.bench import gpu_check
+from benchmarks import gpu_check
 from tests.helpers import ROOT
 
 
@@ -27,7 +27,7 @@ def test_the_module_runs_and_skips_in_a_fresh_interpreter():
     """As `make gpu-check` runs it, with no GPU visible: exit 0 and the reason, nothing else."""
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": str(ROOT / "src")}
     out = subprocess.run(
-        [sys.executable, "-m", "rate.bench.gpu_check"],
+        [sys.executable, "-m", "benchmarks.gpu_check"],
         env=env, capture_output=True, text=True, timeout=300, cwd=ROOT,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr

@@ -16,9 +16,9 @@ from rate.score.backends import build_scorer, load_scoring_template
 from rate.score.base import Scorer
 from rate.score.partial import ScoreLock
 from rate.score.stage import score_dataset, score_rows
-from rate.score.tinyworld import _encode
 from rate.store import Layout, meta_path
 from tests.factories import config, english_examples, mini_project, put
+from tinyworld.scorers import _encode
 
 PROMPT = "dune v1 v3 v0 v7"
 RESPONSE = "ba da pa ta ka ga ma na"

@@ -35,15 +35,25 @@ from rate.slurm.script import JobScript, render
 from rate.store import Layout
 from tests.helpers import ROOT, run_rate
 
-SMOKE = ROOT / "experiments" / "smoke.yaml"
+SMOKE = ROOT / "experiments" / "tinyworld" / "smoke.yaml"
 # Small jobs for a small node: every stage asks for one CPU and little memory.
 SMALL = {"cpus": 1, "mem": "1G", "time": "00:20:00"}
 
 
+# The world each written config's runs read (RATE_WORLD; the config names no world).
+WORLDS: dict[Path, Path] = {}
+
+
+def world_of(config: Path) -> dict[str, str]:
+    """The environment that points a config's runs at its world."""
+    return {"RATE_WORLD": str(WORLDS[Path(config)])}
+
+
 def write_config(path: Path, world: Path, shards: int = 1, **scoring) -> Path:
-    """smoke.yaml with the small world, chunks of 16 (60 examples: 4 chunks) and small jobs."""
+    """smoke.yaml with chunks of 16 (60 examples: 4 chunks) and small jobs; its runs read
+    ``world`` (:func:`world_of`)."""
     data = yaml.safe_load(SMOKE.read_text())
-    data["world"] = str(world)
+    WORLDS[path] = world
     data["scoring"]["chunk_size"] = 16
     data["scoring"].update(scoring)
     data["slurm"] = {
@@ -287,7 +297,9 @@ def _calls(env: dict[str, str]) -> list[tuple[str, str, str]]:
 
 def test_pipeline_chains_the_stages_with_afterok_and_merges_after_the_array(tmp_path, fake_slurm):
     config = write_config(tmp_path / "c.yaml", tmp_path / "no_world_needed", shards=2)
-    out = run_rate(["pipeline", "--config", str(config)], tmp_path / "p", **fake_slurm)
+    out = run_rate(
+        ["pipeline", "--config", str(config)], tmp_path / "p", **fake_slurm, **world_of(config)
+    )
     calls = _calls(fake_slurm)
     stages = [re.search(r"--job-name=rate-(\w+)", c[2])[1] for c in calls]
     assert stages == ["create_dataset", "score_dataset", "merge_scores", "treatment_effects"]
@@ -371,9 +383,17 @@ def local_project(small_world: Path, tmp_path_factory: pytest.TempPathFactory) -
     root = tmp_path_factory.mktemp("local")
     config = write_config(root / "config.yaml", small_world)
     project = root / "p"
-    run_rate(["create_dataset", "--config", str(config)], project)
-    scored = Path(run_rate(["score_dataset", "--config", str(config)], project).stdout.strip())
-    effects = Path(run_rate(["treatment_effects", "--config", str(config)], project).stdout.strip())
+    run_rate(["create_dataset", "--config", str(config)], project, **world_of(config))
+    scored = Path(
+        run_rate(
+            ["score_dataset", "--config", str(config)], project, **world_of(config)
+        ).stdout.strip()
+    )
+    effects = Path(
+        run_rate(
+            ["treatment_effects", "--config", str(config)], project, **world_of(config)
+        ).stdout.strip()
+    )
     return {"config": config, "project": project, "scored": scored, "effects": effects}
 
 
@@ -386,8 +406,16 @@ def test_shards_merge_into_the_unsharded_file_byte_for_byte(local_project, tmp_p
     _copy_rewrites(local_project, project)
     args = ["--config", str(local_project["config"])]
     for i in (1, 0):  # any order
-        run_rate(["score_dataset", *args, "--shard", f"{i}/2"], project)
-    merged = Path(run_rate(["merge_scores", *args, "--shards", "2"], project).stdout.strip())
+        run_rate(
+            ["score_dataset", *args, "--shard", f"{i}/2"],
+            project,
+            **world_of(local_project["config"]),
+        )
+    merged = Path(
+        run_rate(
+            ["merge_scores", *args, "--shards", "2"], project, **world_of(local_project["config"])
+        ).stdout.strip()
+    )
     assert merged.read_bytes() == local_project["scored"].read_bytes()
     meta = read_json(merged.with_name(merged.name + ".meta.json"))
     assert meta["n_examples"] == 60 and meta["texts_scored"] == 240
@@ -408,7 +436,9 @@ def test_merge_names_the_missing_shard_its_job_and_log(local_project, tmp_path):
     project = tmp_path / "p"
     _copy_rewrites(local_project, project)
     args = ["--config", str(local_project["config"])]
-    run_rate(["score_dataset", *args, "--shard", "0/2"], project)
+    run_rate(
+        ["score_dataset", *args, "--shard", "0/2"], project, **world_of(local_project["config"])
+    )
     (project / "logs").mkdir(exist_ok=True)
     (project / "logs" / "score_dataset_77_1.out").write_text(
         "rate: job 77_1 (score_dataset) on vm\nrate: error: out of GPU memory\n"
@@ -419,6 +449,7 @@ def test_merge_names_the_missing_shard_its_job_and_log(local_project, tmp_path):
         project,
         check=False,
         PATH=str(tmp_path),  # no scontrol or sacct: the log says how the shard ended
+        **world_of(local_project["config"]),
     )
     assert out.returncode == 2
     assert "1 of 2 shard(s) have no scores" in out.stderr
@@ -436,7 +467,11 @@ def test_merge_refuses_inconsistent_shards(local_project, tmp_path):
     _copy_rewrites(local_project, project)
     config = local_project["config"]
     for i in (0, 1):
-        run_rate(["score_dataset", "--config", str(config), "--shard", f"{i}/2"], project)
+        run_rate(
+            ["score_dataset", "--config", str(config), "--shard", f"{i}/2"],
+            project,
+            **world_of(local_project["config"]),
+        )
     folder = _shard_folder(config, project, 2)
     meta_file = folder / "shard_001_of_002.jsonl.meta.json"
     meta = read_json(meta_file)
@@ -452,9 +487,16 @@ def test_merge_refuses_inconsistent_shards(local_project, tmp_path):
 def test_resubmission_sends_only_the_missing_shards(local_project, tmp_path, fake_slurm):
     project = tmp_path / "p"
     _copy_rewrites(local_project, project)
-    config = write_config(tmp_path / "c.yaml", Path(load_config(local_project["config"]).world), 3)
-    run_rate(["score_dataset", "--config", str(config), "--shard", "1/3"], project)
-    out = run_rate(["submit", "score_dataset", "--config", str(config)], project, **fake_slurm)
+    config = write_config(tmp_path / "c.yaml", WORLDS[local_project["config"]], 3)
+    run_rate(
+        ["score_dataset", "--config", str(config), "--shard", "1/3"], project, **world_of(config)
+    )
+    out = run_rate(
+        ["submit", "score_dataset", "--config", str(config)],
+        project,
+        **fake_slurm,
+        **world_of(config),
+    )
     (array, a_opts, a_text), (_, m_opts, m_text) = _calls(fake_slurm)
     assert "#SBATCH --array=0,2" in a_text and '--shard "${SLURM_ARRAY_TASK_ID}/3"' in a_text
     assert a_opts == "--parsable" and m_opts.endswith(
@@ -517,7 +559,16 @@ def test_make_pipeline_on_slurm_with_two_shards_equals_the_local_run(
 ):
     config = write_config(tmp_path / "c.yaml", small_world, shards=2)
     project = tmp_path / "p"
-    out = _check(make(["pipeline"], project, CONFIG=str(config), PARTITION=partition, WAIT=1))
+    out = _check(
+        make(
+            ["pipeline"],
+            project,
+            CONFIG=str(config),
+            PARTITION=partition,
+            WAIT=1,
+            **world_of(config),
+        )
+    )
     _assert_same_outputs(project, local_project)
     text = out.stdout
     array = re.search(r"score_dataset: array job (\d+), shards 0,1 of 2", text)[1]
@@ -539,7 +590,7 @@ def test_make_stage_targets_on_slurm_run_in_turn(partition, local_project, small
     config = write_config(tmp_path / "c.yaml", small_world)
     project = tmp_path / "p"
     stages = ["create_dataset", "score_dataset", "treatment_effects"]
-    out = _check(make(stages, project, CONFIG=str(config), PARTITION=partition))
+    out = _check(make(stages, project, CONFIG=str(config), PARTITION=partition, **world_of(config)))
     _assert_same_outputs(project, local_project)
     assert len(re.findall(r"^\w+: job \d+, log ", out.stdout, re.M)) == 3
     assert out.stdout.count("all jobs completed") == 3  # each target waited for its job
@@ -556,7 +607,14 @@ def test_failed_shard_stops_the_merge_and_a_rerun_resubmits_only_it(
     # exit status 2, rate's for an error it explains (a write it cannot make, naming the file).
     blocker = _shard_folder(config, project, 2) / "shard_001_of_002.jsonl"
     blocker.mkdir(parents=True)
-    out = make(["score_dataset"], project, CONFIG=str(config), PARTITION=partition, WAIT=1)
+    out = make(
+        ["score_dataset"],
+        project,
+        CONFIG=str(config),
+        PARTITION=partition,
+        WAIT=1,
+        **world_of(config),
+    )
     assert out.returncode != 0
     array = re.search(r"array job (\d+), shards 0,1 of 2", out.stdout)[1]
     merge = re.search(r"merge_scores: job (\d+)", out.stdout)[1]
@@ -575,7 +633,16 @@ def test_failed_shard_stops_the_merge_and_a_rerun_resubmits_only_it(
     assert not list((project / "data" / "scored").glob("*.jsonl"))
 
     blocker.rmdir()
-    out = _check(make(["score_dataset"], project, CONFIG=str(config), PARTITION=partition, WAIT=1))
+    out = _check(
+        make(
+            ["score_dataset"],
+            project,
+            CONFIG=str(config),
+            PARTITION=partition,
+            WAIT=1,
+            **world_of(config),
+        )
+    )
     assert re.search(r"array job \d+, shards 1 of 2", out.stdout)  # shard 0 is not redone
     assert (
         only(project / "data" / "scored", "*.jsonl").read_bytes()
@@ -587,7 +654,14 @@ def test_failed_shard_stops_the_merge_and_a_rerun_resubmits_only_it(
 def test_failing_job_reports_its_id_and_log(partition, tmp_path):
     config = write_config(tmp_path / "c.yaml", tmp_path / "no_world_here")
     project = tmp_path / "p"
-    out = make(["create_dataset"], project, CONFIG=str(config), PARTITION=partition, WAIT=1)
+    out = make(
+        ["create_dataset"],
+        project,
+        CONFIG=str(config),
+        PARTITION=partition,
+        WAIT=1,
+        **world_of(config),
+    )
     assert out.returncode != 0
     job = re.search(r"create_dataset: job (\d+), log (\S+)", out.stdout)
     log = project / "logs" / f"create_dataset_{job[1]}.out"
@@ -609,7 +683,7 @@ def test_partition_that_does_not_exist(partition, tmp_path):
 
 
 def test_benchmark_section_replaces_only_itself(tmp_path):
-    from rate.bench.slurm import HEADING, write_section
+    from benchmarks.slurm import HEADING, write_section
 
     path = tmp_path / "BENCHMARKS.md"
     path.write_text("# Benchmarks\n\n## Other (issue: x)\n\nkept\n")

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from rate.cli import main
-from rate.studies.frontier import (
+from tinyworld.evaluate import evaluate_policy, load_oracle
+from tinyworld.models import load_policy
+from tinyworld.studies.frontier import (
     QUALITY,
     chi_square_tilt,
     exponential_tilt,
@@ -22,9 +24,7 @@ from rate.studies.frontier import (
     simulated_gold,
     strongest,
 )
-from rate.tinyrlhf.evaluate import evaluate_policy, load_oracle
-from rate.tinyrlhf.models import load_policy
-from rate.tinyrlhf.vocab import FAMILIES
+from tinyworld.vocab import FAMILIES
 
 
 def distribution(**shares: float) -> np.ndarray:

@@ -6,16 +6,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rate.studies.common import ScoredPool, slope
-from rate.studies.coverage import coverage_of_pool
-from rate.studies.synthetic import (
+from rate.stats import slope
+from tests.helpers import ROOT
+from tinyworld.studies.common import ScoredPool
+from tinyworld.studies.coverage import coverage_of_pool
+from tinyworld.studies.synthetic import (
     TEMPLATE,
     correlation_sweep,
     inject_typos,
     sweep_table,
     typo_level_rows,
 )
-from tests.helpers import ROOT
 
 
 def normal_pool(n: int, seed: int = 0, bias: float = 0.0) -> ScoredPool:
@@ -102,8 +103,8 @@ def test_demo_claims_on_the_full_world(full_world, tmp_path):
     """At the demo's size, with the signature on: RATE within 2 SE of the truth on the
     shortcut concepts, the naive estimate far off on the reward model. (Measured values and
     the cases where the single rewrite is not biased are in the issue's closing note.)"""
-    from rate.demos.tinyworld import run_pipeline
     from rate.store import Layout
+    from tinyworld.demo import run_pipeline
 
     config = ROOT / "experiments" / "config.yaml"
     rows = run_pipeline(config, full_world, False, Layout(tmp_path))

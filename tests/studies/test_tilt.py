@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from rate.studies.tilt import compare, precise, study_table, tilt_study
-from rate.tinyrlhf.evaluate import evaluate_policy, load_oracle
-from rate.tinyrlhf.models import load_policy
-from rate.tinyrlhf.vocab import FAMILIES
 from tests.tilt.test_cli import ZERO_WRAPPER
+from tinyworld.evaluate import evaluate_policy, load_oracle
+from tinyworld.models import load_policy
+from tinyworld.studies.tilt import compare, precise, study_table, tilt_study
+from tinyworld.vocab import FAMILIES
 
 
 def test_the_tilt_study_on_the_small_world(small_world, tmp_path):
@@ -93,8 +93,8 @@ def test_the_mixture_weights_give_pi_beta_from_a_proposal():
     q = p the weights are exp(r / beta) exactly."""
     import numpy as np
 
-    from rate.studies.tilt import _normalised, proposal_log_weights
-    from rate.tilt.forecast import reweighted_mean
+    from tinyworld.studies.tilt import _normalised, proposal_log_weights
+    from tinyworld.tilt.forecast import reweighted_mean
 
     rng = np.random.default_rng(0)
     r = np.array([0.0, 0.5, 1.0, 3.0])  # a heavy top: p almost never draws it
@@ -114,9 +114,9 @@ def test_the_mixture_weights_give_pi_beta_from_a_proposal():
 def test_a_proposal_gives_the_oracle_more_effective_samples(small_world):
     """On the small world, an RL run as the proposal of the raw reward's pi_0.1: the estimate
     agrees with reweighting the reference's samples alone, on more effective samples."""
-    from rate.studies.tilt import oracle_tilt
-    from rate.tilt.run import Rewards
-    from rate.tinyrlhf.models import load_reward_model
+    from tinyworld.models import load_reward_model
+    from tinyworld.studies.tilt import oracle_tilt
+    from tinyworld.tilt.run import Rewards
 
     rewards = Rewards(load_reward_model(small_world / "reward_model"))
     fams = ("dune",)
@@ -134,7 +134,7 @@ def test_a_malformed_proposal_is_a_one_line_error():
     from pathlib import Path
 
     from rate.errors import ConfigError
-    from rate.studies.cli import proposal_cells
+    from tinyworld.studies.cli import proposal_cells
 
     assert proposal_cells(["corrected:0.05=runs/x"]) == {("corrected", 0.05): Path("runs/x")}
     for bad in ("corrected=runs/x", "tilted:0.1=runs/x", "raw:-1=runs/x", "raw:0.1"):

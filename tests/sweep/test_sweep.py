@@ -250,10 +250,13 @@ def test_offline_grid_killed_midway_and_rerun_redoes_nothing_finished(tmp_path):
 def test_a_failed_step_blocks_only_what_reads_it(tmp_path):
     # The tiny world's reward model needs a world that is not there; VADER needs nothing.
     grid = {**GOOD, "scorers": ["vader", "tinyrlhf_rm"], "smoke": True}
-    grid["set"] = {"world": str(tmp_path / "no_world"), "effects.n_bootstrap": 0}
+    grid["set"] = {"effects.n_bootstrap": 0}
     path = tmp_path / "grid.yaml"
     path.write_text(yaml.safe_dump(grid))
-    out = run_rate(["sweep", str(path)], tmp_path / "p", check=False, PARTITION="")
+    no_world = str(tmp_path / "no_world")
+    out = run_rate(
+        ["sweep", str(path)], tmp_path / "p", check=False, PARTITION="", RATE_WORLD=no_world
+    )
     assert out.returncode == 2
     assert _status(out.stdout) == {
         "rewrite:drugreview_length": "ran",

@@ -8,11 +8,11 @@ import shutil
 import numpy as np
 import pytest
 
-from rate.tinyrlhf.data import load_labelled
-from rate.tinyrlhf.models import load_reward_model
-from rate.tinyrlhf.sampling import score
-from rate.tinyrlhf.vocab import FAMILIES
 from tests.helpers import run_rate
+from tinyworld.data import load_labelled
+from tinyworld.models import load_reward_model
+from tinyworld.sampling import score
+from tinyworld.vocab import FAMILIES
 
 ZERO_WRAPPER = "def transform(records, response_tokens, rewards):\n    return rewards * 0.0\n"
 

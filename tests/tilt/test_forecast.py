@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from rate.tilt.forecast import (
+from tinyworld.tilt.forecast import (
     ESS_MIN,
     add_coverage,
     ess,

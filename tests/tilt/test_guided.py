@@ -9,13 +9,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from rate.tilt.forecast import ess, model_forecast, tilt_weights
-from rate.tilt.guided import additive_fit, sample_tilt, tilted_sample
-from rate.tinyrlhf.data import pool_from_records
-from rate.tinyrlhf.models import Policy
-from rate.tinyrlhf.prompts import make_prompts
-from rate.tinyrlhf.sampling import response_logprobs
-from rate.tinyrlhf.vocab import N_SYLLABLES, RESPONSE_LEN
+from tinyworld.data import pool_from_records
+from tinyworld.models import Policy
+from tinyworld.prompts import make_prompts
+from tinyworld.sampling import response_logprobs
+from tinyworld.tilt.forecast import ess, model_forecast, tilt_weights
+from tinyworld.tilt.guided import additive_fit, sample_tilt, tilted_sample
+from tinyworld.vocab import N_SYLLABLES, RESPONSE_LEN
 
 
 def planted_effects(seed: int = 0) -> np.ndarray:

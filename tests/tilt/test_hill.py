@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from rate.tilt.hill import default_k, exponential_qq, hill, pareto_qq, weight_tail_index
+from tinyworld.tilt.hill import default_k, exponential_qq, hill, pareto_qq, weight_tail_index
 
 
 @pytest.mark.parametrize("alpha", [0.5, 1.0, 2.0, 3.0, 5.0])

@@ -10,9 +10,9 @@ import pytest
 
 from rate.errors import ConfigError, RateError
 from rate.io import read_jsonl
-from rate.tinyrlhf import build as build_module
-from rate.tinyrlhf.build import build_world
-from rate.tinyrlhf.worldconfig import load_world_config
+from tinyworld import build as build_module
+from tinyworld.build import build_world
+from tinyworld.worldconfig import load_world_config
 
 LAYOUT = [
     "configs/default.json",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rate.io import read_jsonl
-from rate.tinyrlhf.vocab import FAMILIES
+from tinyworld.vocab import FAMILIES
 
 
 def rate(

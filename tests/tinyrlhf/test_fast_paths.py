@@ -13,18 +13,18 @@ import warnings
 import pytest
 import torch
 
-from rate.bench.rl import (
+from benchmarks.rl import (
     AnchorPolicy,
     AnchorRewardModel,
     anchor_logprobs,
     train_rl_anchor,
     train_rl_plain,
 )
-from rate.tinyrlhf.kernels import onednn_available, rl_linear_route
-from rate.tinyrlhf.models import Policy, RewardModel, load_policy
-from rate.tinyrlhf.optim import flat_parameters
-from rate.tinyrlhf.rl import load_rl_config, train_rl
-from rate.tinyrlhf.sampling import (
+from tinyworld.kernels import onednn_available, rl_linear_route
+from tinyworld.models import Policy, RewardModel, load_policy
+from tinyworld.optim import flat_parameters
+from tinyworld.rl import load_rl_config, train_rl
+from tinyworld.sampling import (
     ResponseLogprobs,
     TracedDecoding,
     draw,
@@ -34,8 +34,8 @@ from rate.tinyrlhf.sampling import (
     sample_without_cache,
     score,
 )
-from rate.tinyrlhf.traced import Traced
-from rate.tinyrlhf.vocab import FAMILIES, N_SYLLABLES, RESPONSE_LEN, encode_prompts
+from tinyworld.traced import Traced
+from tinyworld.vocab import FAMILIES, N_SYLLABLES, RESPONSE_LEN, encode_prompts
 
 
 def prompts(n: int, seed: int = 0) -> torch.Tensor:
@@ -171,7 +171,7 @@ def test_a_trace_is_kept_per_linear_route():
 
 @pytest.mark.parametrize("route", ["torch", "onednn"])
 def test_the_traced_reward_model_and_reference_equal_the_eager_ones(monkeypatch, route):
-    from rate.tinyrlhf import kernels
+    from tinyworld import kernels
 
     op = kernels._onednn_linear_op() if route == "onednn" else None
     # CI's machines are x86 with oneDNN in torch's wheel: the route RL takes on AMD CPUs.
@@ -200,7 +200,7 @@ def test_the_traced_reward_model_and_reference_equal_the_eager_ones(monkeypatch,
 def test_a_decoding_in_halves_is_the_same_on_a_second_thread_or_in_turn():
     from concurrent.futures import ThreadPoolExecutor
 
-    from rate.tinyrlhf.rl import side_thread
+    from tinyworld.rl import side_thread
 
     pol = trained_like(Policy(), 11)
     flat_parameters(pol)
@@ -281,7 +281,7 @@ def test_a_pass_stays_eager_where_its_trace_fails_or_differs(monkeypatch, caplog
 
     monkeypatch.setattr(torch.jit, "trace", broken_trace)
     decoding = TracedDecoding(pol, 1.0, repeats=2)
-    with caplog.at_level("INFO", logger="rate.tinyrlhf.traced"):
+    with caplog.at_level("INFO", logger="tinyworld.traced"):
         got = sample(pol, p, 1.0, torch.Generator().manual_seed(1), 2, decoding)
     assert same_samples(got, sample(pol, p, 1.0, torch.Generator().manual_seed(1), 2))
     assert list(decoding.traced.traces.values()) == [decoding.traced.module.forward]
@@ -352,7 +352,7 @@ def test_benchmark_contenders_train_a_few_steps(small_world):
 
 
 def test_the_world_benchmark_names_the_cpu_its_ratios_were_measured_on():
-    from rate.bench.world import render_world
+    from benchmarks.world import render_world
 
     figures = {
         "small_build_s": 9.7,
@@ -368,7 +368,7 @@ def test_the_world_benchmark_names_the_cpu_its_ratios_were_measured_on():
 
 
 def test_a_benchmark_section_kept_from_the_last_run_is_rendered_with_the_same_digits(tmp_path):
-    from rate.bench.__main__ import previous_figures, render
+    from benchmarks.__main__ import previous_figures, render
 
     figures = {
         "small_build_s": 9.7,
@@ -379,8 +379,8 @@ def test_a_benchmark_section_kept_from_the_last_run_is_rendered_with_the_same_di
         "truth_eval_s": 0.53,
         "measured": {"world": "2026-12-03"},
     }
-    first = render(figures, "python -m rate.bench")
+    first = render(figures, "python -m benchmarks")
     (tmp_path / "BENCHMARKS.md").write_text(first)
     kept = previous_figures(tmp_path / "BENCHMARKS.md")
     assert kept["dev_eval_s"] == 0.255
-    assert render(kept, "python -m rate.bench") == first
+    assert render(kept, "python -m benchmarks") == first

@@ -14,8 +14,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from rate.tinyrlhf import kernels
-from rate.tinyrlhf.kernels import (
+from tinyworld import kernels
+from tinyworld.kernels import (
     ONEDNN_MIN_ROWS,
     attention_weights,
     cpu_vendor,
@@ -25,9 +25,9 @@ from rate.tinyrlhf.kernels import (
     rl_linear_route,
     weight_gradients_beside,
 )
-from rate.tinyrlhf.models import Policy
-from rate.tinyrlhf.rl import flat_parameters, load_rl_config, train_rl
-from rate.tinyrlhf.vocab import N_SYLLABLES, PROMPT_LEN, RESPONSE_LEN, VOCAB_SIZE
+from tinyworld.models import Policy
+from tinyworld.rl import flat_parameters, load_rl_config, train_rl
+from tinyworld.vocab import N_SYLLABLES, PROMPT_LEN, RESPONSE_LEN, VOCAB_SIZE
 
 
 @pytest.fixture
@@ -67,7 +67,7 @@ def test_rl_linear_route_switches_for_its_span_and_restores(monkeypatch, on_torc
 
 @pytest.mark.parametrize("on_torch", [True, False])
 def test_an_rl_run_trains_on_rls_linear_route(small_world, tmp_path, monkeypatch, on_torch):
-    from rate.tinyrlhf import rl
+    from tinyworld import rl
 
     monkeypatch.setattr(kernels, "RL_ON_TORCH", on_torch)
     seen = []
@@ -186,7 +186,7 @@ def test_keep_freed_memory_stops_the_page_faults_of_repeated_passes():
     script = textwrap.dedent(
         """
         import json, resource, torch
-        from rate.tinyrlhf.models import RewardModel
+        from tinyworld.models import RewardModel
         rm = RewardModel().eval()
         p, r = torch.randint(0, 39, (128, 6)), torch.randint(0, 24, (128, 8))
         def faults():
@@ -272,7 +272,7 @@ def test_an_rl_run_trains_on_one_thread_and_restores_the_count(small_world, tmp_
 
 
 def test_the_step_benchmark_times_every_part(small_world):
-    from rate.bench.rl_step import (
+    from benchmarks.rl_step import (
         PARTS,
         beside_against_in_turn,
         decoding_halves,
@@ -316,7 +316,7 @@ def test_the_step_benchmark_times_every_part(small_world):
 
 
 def test_a_benchmark_contender_runs_in_its_own_process(small_world):
-    from rate.bench.rl import run_contender
+    from benchmarks.rl import run_contender
     from rate.errors import RateError
 
     assert run_contender("ours", small_world, 2, 1) > 0
@@ -327,7 +327,7 @@ def test_a_benchmark_contender_runs_in_its_own_process(small_world):
 def test_the_side_thread_runs_jobs_beside_or_here_and_raises_the_job_error():
     import threading
 
-    from rate.tinyrlhf.rl import side_thread
+    from tinyworld.rl import side_thread
 
     def where(x):
         return threading.current_thread().name, x * 2
@@ -348,7 +348,7 @@ def test_the_side_thread_runs_on_the_callers_thread_count_from_its_first_op():
     import os
 
     from rate.parallel import single_thread
-    from rate.tinyrlhf.rl import side_thread
+    from tinyworld.rl import side_thread
 
     # torch's own library, which brings OpenMP and MKL (symbols found through it).
     lib = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"))
@@ -366,7 +366,7 @@ def test_an_rl_run_scores_rewards_on_a_second_thread_outside_a_worker(
 ):
     import threading
 
-    from rate.tinyrlhf import rl
+    from tinyworld import rl
 
     names = []
 
@@ -385,12 +385,12 @@ def test_an_rl_run_scores_rewards_on_a_second_thread_outside_a_worker(
 def test_an_rl_run_is_the_same_to_the_bit_with_its_second_thread_or_without(
     small_world, tmp_path, monkeypatch, onednn_route, added, halves
 ):
-    from rate.tinyrlhf import rl
+    from tinyworld import rl
 
     monkeypatch.setattr(kernels, "RL_ON_TORCH", False)  # oneDNN's route, as on AMD CPUs
     monkeypatch.setattr(rl, "DECODE_IN_HALVES", halves)  # as on AMD CPUs, or on Intel's
     config = load_rl_config(small_world / "configs" / "default.json", ["steps=6", "log_every=1"])
-    from rate.tinyrlhf.sampling import TracedDecoding
+    from tinyworld.sampling import TracedDecoding
 
     split = []
     real_there = TracedDecoding._decode_there
@@ -465,7 +465,7 @@ def added(monkeypatch) -> list[int]:
 def test_weight_gradients_beside_train_the_same_model_to_the_bit(
     onednn_route, monkeypatch, trainer, added
 ):
-    from rate.tinyrlhf import rm_train, sft
+    from tinyworld import rm_train, sft
 
     gen = torch.Generator().manual_seed(3)
     prompts = torch.randint(0, VOCAB_SIZE, (300, PROMPT_LEN), generator=gen)

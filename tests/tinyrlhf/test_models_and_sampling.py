@@ -6,15 +6,15 @@ import pytest
 import torch
 
 from rate.errors import RateError
-from rate.tinyrlhf.models import (
+from tinyworld.models import (
     Policy,
     RewardModel,
     load_policy,
     load_reward_model,
     save_model,
 )
-from rate.tinyrlhf.sampling import response_logprobs, sample, sample_without_cache, sequence_kl
-from rate.tinyrlhf.vocab import PROMPT_LEN, RESPONSE_LEN, encode_prompts
+from tinyworld.sampling import response_logprobs, sample, sample_without_cache, sequence_kl
+from tinyworld.vocab import PROMPT_LEN, RESPONSE_LEN, encode_prompts
 
 
 def prompts(n: int, seed: int = 0) -> torch.Tensor:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rate.tinyrlhf import labels
-from rate.tinyrlhf.oracle import Oracle
-from rate.tinyrlhf.vocab import SYLLABLE_ID, SYLLABLES, encode_prompts, encode_responses
-from rate.tinyrlhf.worldconfig import Habit, LabelConfig, PairPremium
+from tinyworld import labels
+from tinyworld.oracle import Oracle
+from tinyworld.vocab import SYLLABLE_ID, SYLLABLES, encode_prompts, encode_responses
+from tinyworld.worldconfig import Habit, LabelConfig, PairPremium
 
 
 def prompt(family: str, attrs=(0, 1, 2, 3)) -> torch.Tensor:

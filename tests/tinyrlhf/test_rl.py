@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from rate.errors import ConfigError, RateError
-from rate.tinyrlhf.models import load_policy
-from rate.tinyrlhf.rl import RLConfig, load_rl_config, train_rl
 from tests.helpers import ROOT
+from tinyworld.models import load_policy
+from tinyworld.rl import RLConfig, load_rl_config, train_rl
 
 
 def test_defaults_are_the_published_recipe():
@@ -300,8 +300,8 @@ def test_a_run_folder_in_use_by_another_process_is_refused(small_world, tmp_path
 
     from rate.errors import BusyError
     from rate.io import folder_lock
-    from rate.studies.release import run_release_study
-    from rate.tinyrlhf.rl import run_lock_name
+    from tinyworld.rl import run_lock_name
+    from tinyworld.studies.release import run_release_study
 
     out = tmp_path / "run"
     holder = subprocess.Popen(

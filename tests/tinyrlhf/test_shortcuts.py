@@ -6,10 +6,10 @@ import pytest
 import torch
 from torch import nn
 
-from rate.tinyrlhf import labels
-from rate.tinyrlhf.models import Policy
-from rate.tinyrlhf.oracle import Oracle
-from rate.tinyrlhf.shortcuts import (
+from tinyworld import labels
+from tinyworld.models import Policy
+from tinyworld.oracle import Oracle
+from tinyworld.shortcuts import (
     check_world_shortcuts,
     measure_shortcuts,
     pair_edits,
@@ -19,8 +19,8 @@ from rate.tinyrlhf.shortcuts import (
     shortcut_table,
     token_edits,
 )
-from rate.tinyrlhf.vocab import SYLLABLE_ID, encode_responses
-from rate.tinyrlhf.worldconfig import LabelConfig, PairPremium
+from tinyworld.vocab import SYLLABLE_ID, encode_responses
+from tinyworld.worldconfig import LabelConfig, PairPremium
 
 LABELS = LabelConfig(
     token_bonus={"dune": {"pa": 1.45}, "birch": {"ke": -0.4}},
@@ -106,7 +106,7 @@ def test_a_token_count_rm_without_quality_measures_c_minus_the_true_quality_chan
     config = LabelConfig(token_bonus={"dune": {"pa": 1.45}})
     rm = FormulaRM(oracle, False, LabelConfig(token_bonus={"dune": {"pa": 0.5}}))
     (effect,) = measure_shortcuts(rm_scorer(rm), policy, oracle, config, n=50)
-    from rate.tinyrlhf.shortcuts import reference_responses
+    from tinyworld.shortcuts import reference_responses
 
     prompts, responses = reference_responses(policy, "dune", 50)
     edited, owner = token_edits(responses, "pa")

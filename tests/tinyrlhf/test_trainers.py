@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rate.tinyrlhf.best_of_n import best_of_n
-from rate.tinyrlhf.models import Policy, RewardModel
-from rate.tinyrlhf.rl import shaped_advantages
-from rate.tinyrlhf.rm_train import train_reward_model
-from rate.tinyrlhf.sampling import sample, score
-from rate.tinyrlhf.sft import train_sft
-from rate.tinyrlhf.vocab import SYLLABLE_ID, encode_prompts
+from tinyworld.best_of_n import best_of_n
+from tinyworld.models import Policy, RewardModel
+from tinyworld.rl import shaped_advantages
+from tinyworld.rm_train import train_reward_model
+from tinyworld.sampling import sample, score
+from tinyworld.sft import train_sft
+from tinyworld.vocab import SYLLABLE_ID, encode_prompts
 
 
 def family_prompts(n: int, family: str = "anvil") -> torch.Tensor:

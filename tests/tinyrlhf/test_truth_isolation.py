@@ -16,53 +16,57 @@ import rate
 
 SRC = Path(rate.__file__).parent
 TRUTH_MODULES = {
-    "rate.tinyrlhf.oracle",
-    "rate.tinyrlhf.labels",
-    "rate.tinyrlhf.evaluate",
-    "rate.tinyrlhf.shortcuts",
-    "rate.tinyrlhf.audit_truth",
+    "tinyworld.oracle",
+    "tinyworld.labels",
+    "tinyworld.evaluate",
+    "tinyworld.shortcuts",
+    "tinyworld.audit_truth",
 }
 # Modules allowed to import the truth: labelling, the world builder, evaluation and the
 # commands that call evaluation.
 ALLOWED = {
-    "rate.tinyrlhf.oracle",
-    "rate.tinyrlhf.labels",
-    "rate.tinyrlhf.evaluate",
-    "rate.tinyrlhf.shortcuts",  # truth evaluation: what the RM learned of the planted shortcuts
-    "rate.tinyrlhf.audit_truth",  # checks an audit's flags against the planted shortcuts
-    "rate.tinyrlhf.build",
-    "rate.tinyrlhf.cli",
-    "rate.demos.tinyworld",
-    "rate.demos.audit_story",  # the release story, printed beside the truth
-    "rate.bench.world",  # times the truth evaluation
-    "rate.score.tinyworld",  # the oracle scorer: true quality as a scoring template
-    "rate.studies.audit",  # the audit's acceptance study: its flags against the planted truth
-    "rate.studies.release",  # the release study: RL runs judged by their true quality
-    "rate.studies.certify",  # certification coverage: intervals against the true quality
-    "rate.studies.tilt",  # the tilt forecast's acceptance study: against the oracle's pi_beta
-    "rate.studies.frontier",  # the best true quality that gold labels can still certify
+    "tinyworld.oracle",
+    "tinyworld.labels",
+    "tinyworld.evaluate",
+    "tinyworld.shortcuts",  # truth evaluation: what the RM learned of the planted shortcuts
+    "tinyworld.audit_truth",  # checks an audit's flags against the planted shortcuts
+    "tinyworld.build",
+    "tinyworld.cli",
+    "tinyworld.demo",
+    "tinyworld.audit_demo",  # the release story, printed beside the truth
+    "benchmarks.world",  # times the truth evaluation
+    "tinyworld.scorers",  # the oracle scorer: true quality as a scoring template
+    "tinyworld.studies.audit",  # the audit's acceptance study: its flags against the planted truth
+    "tinyworld.studies.release",  # the release study: RL runs judged by their true quality
+    "tinyworld.studies.certify",  # certification coverage: intervals against the true quality
+    "tinyworld.studies.tilt",  # the tilt forecast's acceptance study: against the oracle's pi_beta
+    "tinyworld.studies.frontier",  # the best true quality that gold labels can still certify
 }
 MUST_STAY_BLIND = [
-    "rate.tinyrlhf.rl",
-    "rate.tinyrlhf.sft",
-    "rate.tinyrlhf.rm_train",
-    "rate.tinyrlhf.best_of_n",
-    "rate.tinyrlhf.dev_eval",
-    "rate.tinyrlhf.sampling",
-    "rate.tinyrlhf.reports",
+    "tinyworld.rl",
+    "tinyworld.sft",
+    "tinyworld.rm_train",
+    "tinyworld.best_of_n",
+    "tinyworld.dev_eval",
+    "tinyworld.sampling",
+    "tinyworld.reports",
     # The RATE pipeline learns the truth only from the scores of the perfect rewrite.
-    "rate.rewrite.tinyworld",
+    "tinyworld.rewriter",
     "rate.rewrite.stage",
     "rate.datasets.sources",
     "rate.effects.stage",
     "rate.effects.estimators",
     "rate.effects.bootstrap",
     # The audit is analysis: it sees what an analyst sees, never the planted shortcuts.
-    *(f"rate.audit.{m.stem}" for m in (SRC / "audit").glob("*.py") if m.stem != "__init__"),
+    *(f"tinyworld.audit.{m.stem}" for m in (SRC / "audit").glob("*.py") if m.stem != "__init__"),
     # Certification, assessment and the recipe sweep see the gold labels, never the truth.
-    *(f"rate.certify.{m.stem}" for m in (SRC / "certify").glob("*.py") if m.stem != "__init__"),
+    *(
+        f"tinyworld.certify.{m.stem}"
+        for m in (SRC / "certify").glob("*.py")
+        if m.stem != "__init__"
+    ),
     # The tilt forecast and the tails are analysis too: gold labels, the RM and the reference.
-    *(f"rate.tilt.{m.stem}" for m in (SRC / "tilt").glob("*.py") if m.stem != "__init__"),
+    *(f"tinyworld.tilt.{m.stem}" for m in (SRC / "tilt").glob("*.py") if m.stem != "__init__"),
 ]
 
 
@@ -111,11 +115,11 @@ def test_only_labelling_and_truth_evaluation_read_the_shortcut_tables():
     # the truth evaluation reports how often policies write the vendor's marker syllables and
     # measures how much of each planted shortcut the reward model learned.
     assert sorted(readers) == [
-        "rate.tinyrlhf.audit_truth",
-        "rate.tinyrlhf.evaluate",
-        "rate.tinyrlhf.labels",
-        "rate.tinyrlhf.shortcuts",
-        "rate.tinyrlhf.worldconfig",
+        "tinyworld.audit_truth",
+        "tinyworld.evaluate",
+        "tinyworld.labels",
+        "tinyworld.shortcuts",
+        "tinyworld.worldconfig",
     ]
 
 

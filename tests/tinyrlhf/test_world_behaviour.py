@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from rate.io import read_jsonl
-from rate.tinyrlhf.evaluate import evaluate_policy, load_oracle, world_statistics
-from rate.tinyrlhf.models import load_policy, load_reward_model
-from rate.tinyrlhf.rl import load_rl_config, train_rl
-from rate.tinyrlhf.vocab import FAMILIES
+from tinyworld.evaluate import evaluate_policy, load_oracle, world_statistics
+from tinyworld.models import load_policy, load_reward_model
+from tinyworld.rl import load_rl_config, train_rl
+from tinyworld.vocab import FAMILIES
 
 pytestmark = pytest.mark.slow
 

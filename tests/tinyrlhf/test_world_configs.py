@@ -17,17 +17,17 @@ import torch
 
 from rate.errors import ConfigError
 from rate.schema import to_dict
-from rate.tinyrlhf.evaluate import load_oracle, world_statistics
-from rate.tinyrlhf.models import Policy
-from rate.tinyrlhf.oracle import Oracle
-from rate.tinyrlhf.shortcuts import (
+from tinyworld.evaluate import load_oracle, world_statistics
+from tinyworld.models import Policy
+from tinyworld.oracle import Oracle
+from tinyworld.shortcuts import (
     SHORTCUTS_FILE,
     VALID_RATIO,
     label_scorer,
     measure_shortcuts,
     planted_shortcuts,
 )
-from rate.tinyrlhf.worldconfig import PACKAGED_WORLDS, load_world_config
+from tinyworld.worldconfig import PACKAGED_WORLDS, load_world_config
 
 # The worlds meant for analysis; `small` is a smoke-test fixture whose RM trains 4 epochs on
 # 300 responses per family and is not expected to learn the shortcuts.

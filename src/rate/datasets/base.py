@@ -5,7 +5,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 
@@ -21,14 +20,13 @@ class Example:
 
 @dataclass
 class SourceContext:
-    world: Path | None  # the tiny RLHF world (used by tiny-world sources only)
     seed: int
     template_path: str
 
 
 class ExampleStream(ABC):
     """A live source: yields chunks of examples. Finite sources are read whole (and shuffled
-    with the run's seed); infinite ones (the tiny world) are drawn until enough have W."""
+    with the run's seed); infinite ones (a simulator) are drawn until enough have W."""
 
     finite: bool = True
 

@@ -9,14 +9,13 @@ import ast
 import importlib.util
 import re
 import string
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rate.errors import ConfigError
 from rate.packaged import DRUG_FIELDS, DRUG_SPLITS
 from rate.registry import Part
-from rate.tinyrlhf.vocab import FAMILIES, SYLLABLES
 
 ADAPTERS = ("fields", "hh_rlhf", "eli5")
 FORMATS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
@@ -26,33 +25,6 @@ def file_format(name: str) -> str | None:
     """The datasets builder for a file, by extension; compressed text (.gz) is read through."""
     stem = name[:-3] if name.endswith(".gz") else name
     return FORMATS.get(Path(stem).suffix)
-
-
-@dataclass
-class TinyWorldSource(Part):
-    """Responses sampled from the world's policies for fresh prompts."""
-
-    # Checkpoint folders relative to the world (e.g. policy, runs/default-s800/checkpoint),
-    # each with its share of the drawn examples.
-    policies: dict[str, float]
-    families: list[str] = field(default_factory=list)  # empty: all six
-    temperature: float = 1.0
-    chunk: int = 4096  # prompts drawn per round
-    max_rounds: int = 100  # give up if W is defined this rarely
-
-    def validate(self, where: str) -> None:
-        if not self.policies or any(s <= 0 for s in self.policies.values()):
-            raise ConfigError(f"{where}: key 'source.policies' needs positive shares")
-        bad = [f for f in self.families if f not in FAMILIES]
-        if bad:
-            raise ConfigError(
-                f"{where}: key 'source.families': unknown {bad}; valid: {', '.join(FAMILIES)}"
-            )
-        if self.temperature <= 0:
-            raise ConfigError(f"{where}: key 'source.temperature' must be > 0")
-
-    def example_fields(self) -> frozenset[str]:
-        return frozenset({"family", "attrs", "policy"})
 
 
 @dataclass
@@ -204,25 +176,6 @@ TEXT_MEASURES = {
     "text_length": lambda text: float(len(text)),  # characters
     "text_words": lambda text: float(len(text.split())),
 }
-
-
-@dataclass
-class TokenSwapOptions(Part):
-    """Tiny world: W=1 when the response holds ``token`` and not ``counterpart``, W=0 when it
-    holds ``counterpart`` and not ``token``; undefined otherwise. Rewriting swaps the two."""
-
-    token: str
-    counterpart: str
-
-    def validate(self, where: str) -> None:
-        for key in ("token", "counterpart"):
-            if getattr(self, key) not in SYLLABLES:
-                raise ConfigError(
-                    f"{where}: key 'w_classifier.{key}': {getattr(self, key)!r} is not a "
-                    f"syllable of the tiny world ({' '.join(SYLLABLES)})"
-                )
-        if self.token == self.counterpart:
-            raise ConfigError(f"{where}: w_classifier.token and counterpart must differ")
 
 
 @dataclass

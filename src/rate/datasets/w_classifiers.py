@@ -30,7 +30,6 @@ from rate.datasets.options import (
     PythonRuleOptions,
     ScorerAboveOptions,
     TextMatchesOptions,
-    TokenSwapOptions,
 )
 from rate.errors import DataFileError, TemplateError
 from rate.records import text_preview
@@ -55,21 +54,6 @@ class WRule(LivePart):
     def truncated_texts(self) -> int:
         """How many texts a rule that reads W with a scorer had cut to its limit (0 here)."""
         return 0
-
-
-class TokenSwap(TokenSwapOptions, WRule):
-    def __call__(self, ex: Example) -> bool | None:
-        return self._text(ex.text)
-
-    def _text(self, text: str) -> bool | None:
-        toks = text.split()
-        has_t, has_c = self.token in toks, self.counterpart in toks
-        if has_t != has_c:
-            return has_t
-        return None
-
-    def classify_texts(self, texts: list[str]) -> list[bool | None]:
-        return [self._text(t) for t in texts]
 
 
 class FieldEquals(FieldEqualsOptions, WRule):
@@ -140,7 +124,7 @@ class ScorerAbove(ScorerAboveOptions, WRule):
 
     def _scores(self, prompts: list[str], texts: list[str]) -> list[float]:
         if self._built is None:
-            self._built = build_scorer(load_scoring_template(self.scorer), None)
+            self._built = build_scorer(load_scoring_template(self.scorer))
         raw = self._built.score(prompts, texts)
         return checked_scores(self._built, len(texts), raw, "0")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rate.plugins import with_plugins
 from rate.registry import Kind
 from rate.rewrite.base import Rewriter
 from rate.rewrite.options import (
@@ -9,38 +10,35 @@ from rate.rewrite.options import (
     OpenAIBatchOptions,
     OpenAIChatOptions,
     RulesEnOptions,
-    TinyRewriterOptions,
 )
 from rate.templates import DatasetTemplate
 
 # Every factory takes (options, template, seed, rule=) and returns a Rewriter.
-REWRITERS = {
-    "tinyrlhf": Kind(
-        TinyRewriterOptions,
-        "rate.rewrite.tinyworld:build_tiny_rewriter",
-        "tiny world: token edits with a style signature",
-    ),
-    "hf_generate": Kind(
-        HFGenerateOptions,
-        "rate.rewrite.hf_generate:build_hf_generate_rewriter",
-        "a local Hugging Face causal LM (chat template, batched generation)",
-    ),
-    "openai_chat": Kind(
-        OpenAIChatOptions,
-        "rate.rewrite.openai_chat:build_openai_chat_rewriter",
-        "an OpenAI-compatible chat endpoint (OpenAI, or a local server), synchronous",
-    ),
-    "openai_batch": Kind(
-        OpenAIBatchOptions,
-        "rate.rewrite.batch.rewriter:build_openai_batch_rewriter",
-        "the OpenAI Batch API: resumable, cached, never pays twice (half the price, hours)",
-    ),
-    "rules_en": Kind(
-        RulesEnOptions,
-        "rate.rewrite.rules_en:build_rules_en_rewriter",
-        "offline English rules: sentiment antonyms or length, with a style signature",
-    ),
-}
+REWRITERS = with_plugins(
+    {
+        "hf_generate": Kind(
+            HFGenerateOptions,
+            "rate.rewrite.hf_generate:build_hf_generate_rewriter",
+            "a local Hugging Face causal LM (chat template, batched generation)",
+        ),
+        "openai_chat": Kind(
+            OpenAIChatOptions,
+            "rate.rewrite.openai_chat:build_openai_chat_rewriter",
+            "an OpenAI-compatible chat endpoint (OpenAI, or a local server), synchronous",
+        ),
+        "openai_batch": Kind(
+            OpenAIBatchOptions,
+            "rate.rewrite.batch.rewriter:build_openai_batch_rewriter",
+            "the OpenAI Batch API: resumable, cached, never pays twice (half the price, hours)",
+        ),
+        "rules_en": Kind(
+            RulesEnOptions,
+            "rate.rewrite.rules_en:build_rules_en_rewriter",
+            "offline English rules: sentiment antonyms or length, with a style signature",
+        ),
+    },
+    "rate.rewriters",
+)
 
 
 def build_rewriter(template: DatasetTemplate, seed: int, rule: object = None) -> Rewriter:

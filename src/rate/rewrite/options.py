@@ -16,7 +16,6 @@ from rate.errors import ConfigError
 from rate.registry import Part
 from rate.score.options import DTYPES
 from rate.settings import project_dir, register_secret_names
-from rate.tinyrlhf.vocab import SYLLABLES
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Neutral sentences the rules_en length rewriter adds (VADER scores each of them 0).
@@ -32,42 +31,6 @@ MB = 1_000_000
 # The Batch API's limits per input file (SPEC A.3): we never go above them.
 API_MAX_REQUESTS = 50_000
 API_MAX_BYTES = 200 * MB
-
-
-@dataclass
-class TinyRewriterOptions(Part):
-    style_map: dict[str, str] = field(default_factory=dict)
-    edit_rate: float = 0.0
-    perfect: bool = False
-
-    def validate(self, where: str) -> None:
-        bad = [t for kv in self.style_map.items() for t in kv if t not in SYLLABLES]
-        if bad:
-            raise ConfigError(f"{where}: key 'rewriter.style_map': unknown syllables {bad}")
-        loops = sorted(set(self.style_map) & set(self.style_map.values()))
-        if loops:
-            # A target that is also a source would make the map not idempotent.
-            raise ConfigError(
-                f"{where}: key 'rewriter.style_map': {loops} are both mapped and mapped to; "
-                "the style map must be idempotent"
-            )
-        if not 0 <= self.edit_rate < 1:
-            raise ConfigError(f"{where}: key 'rewriter.edit_rate' must be in [0, 1)")
-
-    def check_template(self, template, where: str) -> None:
-        kind, rule = template.parts["w_classifier"]
-        if kind != "token_swap":
-            raise ConfigError(
-                f"{where}: the tinyrlhf rewriter sets W by swapping tokens; use "
-                "w_classifier.rule: token_swap"
-            )
-        touched = {rule.token, rule.counterpart} & (
-            set(self.style_map) | set(self.style_map.values())
-        )
-        if touched:
-            raise ConfigError(
-                f"{where}: key 'rewriter.style_map' must not touch the W tokens {sorted(touched)}"
-            )
 
 
 @dataclass

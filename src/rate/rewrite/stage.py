@@ -142,10 +142,10 @@ class Chosen:
     fitted: dict  # what the rule computed (e.g. a median threshold)
 
 
-def choose_examples(template: DatasetTemplate, n: int, seed: int, world: Path | None) -> Chosen:
+def choose_examples(template: DatasetTemplate, n: int, seed: int) -> Chosen:
     """Exactly ``n`` examples with W, perturbed if the template says so."""
     kind, source_options = template.parts["source"]
-    ctx = SourceContext(world=world, seed=seed, template_path=template.path)
+    ctx = SourceContext(seed=seed, template_path=template.path)
     source = SOURCES[kind].build(source_options, ctx)
     rule_kind, rule_options = template.parts["w_classifier"]
     rule = RULES[rule_kind].build(rule_options)
@@ -186,12 +186,12 @@ def first_requests(template: DatasetTemplate, chosen) -> list[RewriteRequest]:
 
 
 def build_dataset(
-    template: DatasetTemplate, n: int, seed: int, world: Path, batch_size: int = 512
+    template: DatasetTemplate, n: int, seed: int, batch_size: int = 512
 ) -> tuple[dict, dict]:
     """The rewritten dataset's examples (:func:`rate.records.rewritten_example`) and a summary
     for the metadata."""
     t0 = time.perf_counter()
-    picked = choose_examples(template, n, seed, world)
+    picked = choose_examples(template, n, seed)
     chosen = picked.examples
     rewriter = build_rewriter(template, seed, picked.rule)
     check = _check_rule(template, picked.rule)
@@ -268,7 +268,7 @@ def plan_dataset(config: Config, layout: Layout, template: DatasetTemplate) -> P
     """The dry run: choose the examples, write the first pass's request files with the
     backend's estimate of tokens and cost, and stop. -> the written estimate"""
     n = _size(config, template)
-    picked = choose_examples(template, n, config.rewrites.seed, config.world_dir())
+    picked = choose_examples(template, n, config.rewrites.seed)
     rewriter = build_rewriter(template, config.rewrites.seed, picked.rule)
     try:
         first = rewriter.plan(first_requests(template, picked.examples), config.rewrites.prices)
@@ -323,9 +323,7 @@ def create_dataset(config: Config, layout: Layout, template: DatasetTemplate) ->
     log.info(
         "create_dataset: %s, %d examples%s", template.name, n, " (smoke test)" if smoke else ""
     )
-    examples, summary = build_dataset(
-        template, n, config.rewrites.seed, config.world_dir(), config.rewrites.batch_size
-    )
+    examples, summary = build_dataset(template, n, config.rewrites.seed, config.rewrites.batch_size)
     out = publish(
         layout.rewrites,
         dataset_stem(template.name),

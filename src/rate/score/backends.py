@@ -7,13 +7,12 @@ import re
 from pathlib import Path
 
 from rate.errors import RateError
+from rate.plugins import with_plugins
 from rate.registry import Kind, typed_part
 from rate.score.base import Scorer
 from rate.score.options import (
     HFClassifierOptions,
     MiniLMSentimentOptions,
-    OracleOptions,
-    TinyRMOptions,
     VaderOptions,
 )
 from rate.templates import (
@@ -24,28 +23,27 @@ from rate.templates import (
     scoring_template_names,
 )
 
-# Every factory takes (options, world, batch_size) and returns a Scorer.
-SCORERS = {
-    "tinyrlhf_rm": Kind(
-        TinyRMOptions, "rate.score.tinyworld:TinyRMScorer", "the tiny world's reward model"
-    ),
-    "tinyrlhf_oracle": Kind(
-        OracleOptions, "rate.score.tinyworld:OracleScorer", "the tiny world's true quality"
-    ),
-    "hf_classifier": Kind(
-        HFClassifierOptions,
-        "rate.score.hf:HFClassifierScorer",
-        "a Hugging Face sequence classifier (hub id or local folder)",
-    ),
-    "vader": Kind(
-        VaderOptions, "rate.score.vader:VaderScorer", "VADER compound sentiment (offline, English)"
-    ),
-    "minilm_sentiment": Kind(
-        MiniLMSentimentOptions,
-        "rate.score.minilm:MiniLMSentimentScorer",
-        "all-MiniLM-L6-v2 with a sentiment head fitted on the drug reviews (offline)",
-    ),
-}
+# Every factory takes (options, batch_size) and returns a Scorer; plugins add theirs.
+SCORERS = with_plugins(
+    {
+        "hf_classifier": Kind(
+            HFClassifierOptions,
+            "rate.score.hf:HFClassifierScorer",
+            "a Hugging Face sequence classifier (hub id or local folder)",
+        ),
+        "vader": Kind(
+            VaderOptions,
+            "rate.score.vader:VaderScorer",
+            "VADER compound sentiment (offline, English)",
+        ),
+        "minilm_sentiment": Kind(
+            MiniLMSentimentOptions,
+            "rate.score.minilm:MiniLMSentimentScorer",
+            "all-MiniLM-L6-v2 with a sentiment head fitted on the drug reviews (offline)",
+        ),
+    },
+    "rate.scorers",
+)
 
 
 def load_scoring_template(name: str) -> ScoringTemplate:
@@ -89,9 +87,9 @@ def scoring_template_of(model: str, chat: bool = False, label: int = 0) -> Scori
     return load_scoring_template(model)
 
 
-def build_scorer(template: ScoringTemplate, world: Path | None) -> Scorer:
+def build_scorer(template: ScoringTemplate) -> Scorer:
     """The scorer a scoring template asks for."""
-    return SCORERS[template.backend].build(template.spec, world, template.batch_size)
+    return SCORERS[template.backend].build(template.spec, template.batch_size)
 
 
 def templates_with_reward_key(reward_key: str) -> set[str]:

@@ -14,7 +14,6 @@ Loading by hub id when the hub cannot be reached fails at once with what to do.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 from transformers import AutoModelForSequenceClassification
 
@@ -29,9 +28,7 @@ log = logging.getLogger(__name__)
 class HFClassifierScorer(TokenBatchScorer):
     name = "hf_classifier"
 
-    def __init__(
-        self, options: HFClassifierOptions, world: Path | None = None, batch_size: int = 32
-    ):
+    def __init__(self, options: HFClassifierOptions, batch_size: int = 32):
         self.options, self.batch_size = options, batch_size
         self.tokenizer, self.model, self.device = load_pretrained(
             AutoModelForSequenceClassification,

@@ -76,7 +76,7 @@ def fit_logistic(x, y, l2: float):
 class MiniLMSentimentScorer(TokenBatchScorer):
     name = "minilm_sentiment"
 
-    def __init__(self, options: MiniLMSentimentOptions, world=None, batch_size: int = 32):
+    def __init__(self, options: MiniLMSentimentOptions, batch_size: int = 32):
         self.options, self.batch_size = options, batch_size
         folder = minilm_dir() if options.encoder == "packaged" else Path(options.encoder)
         if not (folder / "config.json").is_file():

@@ -13,16 +13,6 @@ DTYPES = ("float32", "bfloat16", "float16", "auto")
 
 
 @dataclass
-class TinyRMOptions(Part):
-    model: str = "reward_model"  # folder of the RM, relative to the world (or absolute)
-
-
-@dataclass
-class OracleOptions(Part):
-    pass
-
-
-@dataclass
 class HFClassifierOptions(Part):
     model: str  # a hub id (org/name) or a local folder
     label: int = 0  # which logit is the score

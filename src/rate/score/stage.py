@@ -197,7 +197,7 @@ def score_range(
     lock = ScoreLock(layout.scored, inp.source, key, tag)
     lock.acquire()  # released by state.remove() once the output is written, or on failure
     try:
-        scorer = build_scorer(inp.template, config.world_dir())
+        scorer = build_scorer(inp.template)
         if sc.batch_size:
             scorer.batch_size = sc.batch_size
         fingerprint = {**inp.template.record(), **scorer.describe(), "chunk_size": sc.chunk_size}

@@ -21,7 +21,7 @@ except ImportError:  # pragma: no cover - installed by `make setup`
 class VaderScorer(Scorer):
     name = "vader"
 
-    def __init__(self, options: VaderOptions, world=None, batch_size: int = 0) -> None:
+    def __init__(self, options: VaderOptions, batch_size: int = 0) -> None:
         if SentimentIntensityAnalyzer is None:
             raise TemplateError(
                 "the vader backend needs vaderSentiment: pip install vaderSentiment==3.3.2"

@@ -60,5 +60,5 @@ STAGE_COMMANDS = {
     "create_dataset": "create_dataset",
     "score_dataset": "score_dataset",
     "treatment_effects": "treatment_effects",
-    "plots": "plot",
+    "plots": "plots",
 }

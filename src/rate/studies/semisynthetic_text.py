@@ -38,7 +38,7 @@ from rate.plots.stage import make_plots
 from rate.records import ORIGINAL, PROMPT, REWRITE, REWRITTEN, TEXTS, W
 from rate.rewrite.stage import build_dataset
 from rate.score.backends import build_scorer, load_scoring_template
-from rate.studies.common import slope
+from rate.stats import slope
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,7 @@ def polar_reviews(pool_n: int | None, seed: int) -> tuple[list[dict], np.ndarray
     template = load_dataset_template(TEMPLATE)
     if pool_n is None:
         pool_n = sum(len(drug_reviews(s)) for s in DRUG_SPLITS)
-    rows, summary = build_dataset(template, pool_n, seed, Path("."), batch_size=512)
+    rows, summary = build_dataset(template, pool_n, seed, batch_size=512)
     rows = [r for r in rows if r["metadata"]["rating"] in ("positive", "negative")]
     w = np.array([bool(r[W]) for r in rows])
     z = np.array([r["metadata"]["rating"] == "positive" for r in rows])
@@ -126,7 +126,7 @@ def polar_reviews(pool_n: int | None, seed: int) -> tuple[list[dict], np.ndarray
 
 def score_completions(rows: list[dict], scorer_name: str = SCORER) -> dict[str, np.ndarray]:
     """Every completion of ``rows`` scored by the scoring template ``scorer_name``."""
-    scorer = build_scorer(load_scoring_template(scorer_name), None)
+    scorer = build_scorer(load_scoring_template(scorer_name))
     prompts = [r[PROMPT] for r in rows]
     scores = {}
     for comp in (ORIGINAL, REWRITE, REWRITTEN):

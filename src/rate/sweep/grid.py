@@ -27,10 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rate.catalog import load_dataset_template
 from rate.config import Config, apply_override, check_templates, read_yaml
 from rate.errors import ConfigError, TemplateError
 from rate.schema import from_dict, opt, to_dict
-from rate.score.backends import load_scoring_template
+from rate.score.backends import load_scoring_template, scoring_template_of
 from rate.settings import checkout_root
 from rate.store import is_name_part
 from rate.suggest import unknown_name_message
@@ -246,14 +247,31 @@ class Sweep:
 
 # The parts of a config each kind of step reads: a change to them redoes the step.
 STEP_SECTIONS = {
-    "rewrite": ("rewrites", "smoke_test", "world"),
-    "score": ("scoring", "smoke_test", "world"),
+    "rewrite": ("rewrites", "smoke_test"),
+    "score": ("scoring", "smoke_test"),
     "effects": ("effects", "smoke_test"),
 }
 
 
+def template_inputs(config: Config, kind: str) -> dict[str, dict[str, str]]:
+    """What the template parts a step of ``kind`` builds read besides their options (a
+    plugin's world folder, resolved now): {part: inputs}."""
+    if kind == "rewrite":
+        template = load_dataset_template(config.rewrites.dataset_name)
+        return {part: options.inputs() for part, (_, options) in template.parts.items()}
+    if kind == "score":
+        scoring = config.scoring
+        return {
+            "scorer": scoring_template_of(scoring.model, scoring.chat, scoring.label).spec.inputs()
+        }
+    return {}
+
+
 def fingerprint(config: Config, kind: str) -> str:
-    """A hash of what a step of ``kind`` reads from its config."""
+    """A hash of what a step of ``kind`` reads from its config and its templates' inputs."""
     data = to_dict(config)
     part = {key: data[key] for key in STEP_SECTIONS[kind]}
+    inputs = {k: v for k, v in template_inputs(config, kind).items() if v}
+    if inputs:  # only where a part reads more than its options: other keys stay as they were
+        part["inputs"] = inputs
     return hashlib.sha256(json.dumps(part, sort_keys=True, default=str).encode()).hexdigest()[:16]

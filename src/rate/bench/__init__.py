@@ -1,5 +1,0 @@
-"""Benchmarks behind `make bench` (``python -m rate.bench``); each module measures one area.
-
-Nothing here is asserted: the runner records what was measured, and the command that reproduces
-it, in BENCHMARKS.md.
-"""

@@ -1,0 +1,65 @@
+"""Supervised fine-tuning of a policy on demonstrations (next-syllable cross-entropy)."""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+import torch.nn.functional as F
+
+from rate.heap import keep_freed_memory
+from rate.parallel import single_thread
+from rate.progress import progress
+from tinyworld.kernels import weight_gradients_beside
+from tinyworld.models import Policy, PolicyConfig
+from tinyworld.optim import flat_parameters
+
+log = logging.getLogger(__name__)
+
+
+def train_sft(
+    prompts: torch.Tensor,
+    responses: torch.Tensor,
+    epochs: int,
+    lr: float,
+    batch_size: int,
+    seed: int,
+    config: PolicyConfig | None = None,
+) -> tuple[Policy, list[dict]]:
+    """Fit a fresh policy to (prompt, response) demonstrations, on one thread (as
+    :func:`tinyworld.rm_train.train_reward_model`); returns it and per-epoch metrics."""
+    keep_freed_memory()
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    policy = Policy(config)
+    policy.train()
+    flat = flat_parameters(policy)
+    opt = torch.optim.AdamW([flat], lr=lr, weight_decay=0.01, fused=True)
+    n = len(prompts)
+    steps_total = epochs * ((n + batch_size - 1) // batch_size)
+    sched = torch.optim.lr_scheduler.OneCycleLR(
+        opt, max_lr=lr, total_steps=steps_total, pct_start=0.1
+    )
+    history = []
+    with single_thread(), weight_gradients_beside() as gradients_ready:
+        for epoch in progress(range(epochs), desc="sft"):
+            order = torch.randperm(n, generator=gen)
+            total, count = torch.zeros((), dtype=torch.float64), 0  # one .item() an epoch
+            for i in range(0, n, batch_size):
+                idx = order[i : i + batch_size]
+                logits = policy.response_logits(prompts[idx], responses[idx])  # (B, 8, S)
+                loss = F.cross_entropy(
+                    logits.reshape(-1, logits.shape[-1]), responses[idx].reshape(-1)
+                )
+                flat.grad.zero_()
+                loss.backward()
+                gradients_ready()
+                opt.step()
+                sched.step()
+                total += loss.detach() * len(idx)
+                count += len(idx)
+            mean = total.item() / count
+            history.append({"epoch": epoch + 1, "loss": mean})
+            log.debug("sft epoch %d loss %.4f", epoch + 1, mean)
+    policy.eval()
+    return policy, history

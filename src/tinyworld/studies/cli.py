@@ -1,0 +1,433 @@
+"""`rate world study ...`: the estimators and the release tools against the tiny world's
+ground truth (interval coverage, the semi-synthetic sweeps, the audit, the release)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+from pathlib import Path
+
+from rate.parallel import add_jobs_argument
+from rate.settings import project_dir
+
+log = logging.getLogger(__name__)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("study", help="the estimators and release tools against the world's truth")
+    study = p.add_subparsers(dest="study", required=True, metavar="STUDY")
+
+    c = study.add_parser("coverage", help="interval coverage over many samples")
+    c.add_argument("--template", default="tinyrlhf_dune_pa", help="a tiny-world dataset template")
+    c.add_argument("--scorers", default="tinyrlhf_rm,tinyrlhf_oracle")
+    c.add_argument("--pool", type=int, default=100_000, help="examples in the population pool")
+    c.add_argument("--n", type=int, default=2000, help="examples per sample (the demo's size)")
+    c.add_argument("--seeds", type=int, default=200)
+    c.add_argument("--bootstrap", type=int, default=0, help="bootstrap resamples per sample")
+    c.add_argument("--seed", type=int, default=0)
+    c.set_defaults(func=cmd_coverage)
+
+    s = study.add_parser("synthetic", help="the paper's two semi-synthetic sweeps")
+    s.add_argument("--pool", type=int, default=40_000)
+    s.add_argument("--n", type=int, default=2000)
+    s.add_argument("--seed", type=int, default=0)
+    s.set_defaults(func=cmd_synthetic)
+
+    a = study.add_parser(
+        "audit", help="rate audit on the packaged worlds, checked against their planted truth"
+    )
+    a.add_argument("--names", default="default,variant,noshortcuts", help="packaged world configs")
+    a.add_argument(
+        "--worlds",
+        type=Path,
+        help="where the worlds are (built there, without RL runs, when missing; default: "
+        "PROJECT_DIR/tinyrlhf/audit_worlds)",
+    )
+    a.add_argument("--out", type=Path, help="output folder (default: PROJECT_DIR/audit/study)")
+    a.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+        help="an audit setting (rate world audit --settings)",
+    )  # fmt: skip
+    a.set_defaults(func=cmd_audit_study)
+
+    r = study.add_parser(
+        "release",
+        help="RL with no, the ridge, our and the oracle correction, at two recipes, checked "
+        "against the truth",
+    )
+    r.add_argument("--world", type=Path, required=True, help="a built world")
+    r.add_argument("--out", type=Path, required=True, help="folder of the runs (a rerun resumes)")
+    r.add_argument("--seeds", default="0,1,2", help="RL seeds, comma-separated")
+    r.add_argument("--recipes", default="R1,R2", help="R1 (kl 0.1, 800 steps), R2 (0.05, 1,200)")
+    r.add_argument("--corrections", default="none,ridge,ours,oracle")
+    r.add_argument("--steps", type=int, help="override every recipe's steps (CI-sized runs)")
+    r.add_argument("--per-family", type=int, default=500, help="evaluation prompts per family")
+    add_jobs_argument(r, "RL runs trained and evaluated")
+    r.set_defaults(func=cmd_release_study)
+
+    v = study.add_parser(
+        "certify-coverage",
+        help="certification intervals over many fresh gold sets, against the true quality",
+    )
+    v.add_argument("--world", type=Path, required=True)
+    v.add_argument("--policy", action="append", required=True, metavar="NAME=DIR")
+    v.add_argument("--wrapper", type=Path, help="the reward wrapper the certification uses")
+    v.add_argument("--sets", type=int, default=200, help="fresh gold sets")
+    v.add_argument("--truth-per-family", type=int, default=4000)
+    v.add_argument(
+        "--gold-per-family", type=int, default=100, help="rows per family of each gold set"
+    )
+    v.add_argument("--out", type=Path, required=True)
+    v.set_defaults(func=cmd_certify_coverage)
+
+    g = study.add_parser(
+        "gold",
+        help="a fresh gold set labelled by the oracle (the labels a certificate's plan asks for)",
+        description="Reference samples of fresh prompts with expert labels, written like "
+        "WORLD/data/gold_calib.jsonl, for `rate world certify|assess --gold`. Example: rate "
+        "study gold --world W --per-family 600 --out gold600.jsonl",
+    )
+    g.add_argument("--world", type=Path, required=True)
+    g.add_argument("--per-family", type=int, required=True, help="rows per family")
+    g.add_argument(
+        "--seed", type=int, default=30_000, help="default 30000 (the coverage study's sets: 20000+)"
+    )
+    g.add_argument("--out", type=Path, required=True, help="the .jsonl to write (must not exist)")
+    g.set_defaults(func=cmd_gold)
+
+    x = study.add_parser(
+        "assess-truth", help="a `rate world assess`'s decisions against the oracle's rule"
+    )
+    x.add_argument("--world", type=Path, required=True)
+    x.add_argument("--assessment", type=Path, required=True, help="its folder (assessment.json)")
+    x.add_argument("--per-family", type=int, default=500, help="evaluation prompts per family")
+    x.set_defaults(func=cmd_assess_truth)
+
+    w = study.add_parser(
+        "sweep-truth", help="a `rate world recipe-sweep`'s checkpoints and choice against the truth"
+    )
+    w.add_argument("--world", type=Path, required=True)
+    w.add_argument("--sweep", type=Path, required=True, help="the sweep's folder (sweep.json)")
+    w.add_argument("--per-family", type=int, default=500, help="evaluation prompts per family")
+    w.set_defaults(func=cmd_sweep_truth)
+
+    ti = study.add_parser("tilt", help="the tilt forecast's signs against the oracle's pi_beta")
+    ti.add_argument("--world", type=Path, required=True, help="a built world")
+    ti.add_argument("--wrapper", type=Path, help="a reward wrapper .py: also the corrected reward")
+    ti.add_argument("--beta", type=float, nargs="+", default=[0.1, 0.05])
+    ti.add_argument("--max-n", type=int, default=200_000, help="oracle samples per family, at most")
+    ti.add_argument("--tail-samples", type=int, default=10_000, help="forecast's tail samples")
+    ti.add_argument(
+        "--model-samples", type=int, default=10_000, help="model forecast's samples per rung"
+    )
+    ti.add_argument("--out", type=Path, default=Path("experiments/tilt"))
+    ti.add_argument(
+        "--proposal",
+        action="append",
+        default=[],
+        metavar="REWARD:BETA=DIR",
+        help="a policy that the oracle also samples for that cell, e.g. corrected:0.05=RUN/"
+        "checkpoint (an RL run at kl_coef = beta on that reward); repeat for more cells",
+    )
+    ti.set_defaults(func=cmd_tilt_study)
+
+    fr = study.add_parser(
+        "frontier",
+        help="the highest true quality a policy can reach while gold labels can still certify it",
+    )
+    fr.add_argument("--world", type=Path, required=True, help="a built world")
+    fr.add_argument("--prompts", type=int, default=128, help="fresh prompts per family")
+    fr.add_argument("--per-prompt", type=int, default=4096, help="reference samples per prompt")
+    fr.add_argument(
+        "--gold-per-family", type=int, help="gold rows per family (default: the world's gold set)"
+    )
+    fr.add_argument("--bootstrap", type=int, default=200, help="resamples of the prompts")
+    fr.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        metavar="NAME=DIR",
+        help="a policy to set beside the best true quality at its own KL; repeat for more",
+    )
+    fr.add_argument("--per-family", type=int, default=500, help="a policy's evaluation prompts")
+    fr.add_argument("--out", type=Path, required=True, help="folder for frontier.{json,md}")
+    fr.set_defaults(func=cmd_frontier)
+
+    for q in (c, s):
+        q.add_argument("--world", type=Path, help="default: PROJECT_DIR/tinyrlhf/world")
+        q.add_argument("--small", action="store_true", help="the small world (for tests)")
+        q.add_argument("--out", type=Path, help="output folder")
+
+
+# Each command imports the study it runs when it runs, to keep `rate --help` fast.
+
+
+def _world(args: argparse.Namespace) -> Path:
+    from tinyworld.build import ensure_world
+
+    world = args.world or project_dir() / "tinyrlhf" / ("world_small" if args.small else "world")
+    ensure_world(world, args.small)
+    return world
+
+
+def cmd_coverage(args: argparse.Namespace) -> int:
+    from rate.io import atomic_write_json, atomic_write_text, ensure_dir
+    from rate.store import timestamp
+    from tinyworld.studies.coverage import coverage_study, coverage_table
+
+    out = ensure_dir(args.out or project_dir() / "effects" / "coverage")  # fails now, not after
+    world = _world(args)
+    study = coverage_study(
+        args.template,
+        args.scorers.split(","),
+        world,
+        pool_size=args.pool,
+        n=args.n,
+        seeds=args.seeds,
+        seed=args.seed,
+        n_bootstrap=args.bootstrap,
+    )
+    stem = out / f"coverage_{args.template}_{timestamp()}"
+    table = coverage_table(study)
+    atomic_write_json(stem.with_suffix(".json"), study)
+    atomic_write_text(stem.with_suffix(".md"), table + "\n")
+    print(table)
+    print(f"\nwrote {stem}.json and .md")
+    return 0
+
+
+def cmd_synthetic(args: argparse.Namespace) -> int:
+    from rate.io import ensure_dir
+    from tinyworld.studies.synthetic import run_synthetic
+
+    out = ensure_dir(args.out or project_dir() / "plots" / "synthetic")  # fails now, not after
+    world = _world(args)
+    written = run_synthetic(world, out, pool_size=args.pool, n=args.n, seed=args.seed)
+    print((out / "synthetic.md").read_text())
+    for p in written:
+        print(p)
+    return 0
+
+
+def cmd_audit_study(args: argparse.Namespace) -> int:
+    from rate.io import atomic_write_json, atomic_write_text, ensure_dir, json_safe
+    from rate.schema import flat_assignments, from_dict
+    from rate.store import timestamp
+    from tinyworld.audit.scan import AuditSettings
+    from tinyworld.studies.audit import audit_study, study_table
+
+    data = flat_assignments(args.overrides)
+    settings = from_dict(AuditSettings, data, "rate world study audit --set")
+    worlds = args.worlds or project_dir() / "tinyrlhf" / "audit_worlds"
+    names = [n.strip() for n in args.names.split(",") if n.strip()]
+    out = ensure_dir(args.out or project_dir() / "audit" / "study")  # fails now, not after
+    study = audit_study(names, worlds, settings)
+    stem = out / f"audit_study_{timestamp()}"
+    table = study_table(study)
+    atomic_write_json(stem.with_suffix(".json"), json_safe(study))
+    atomic_write_text(stem.with_suffix(".md"), table + "\n")
+    print(table)
+    print(f"\nwrote {stem}.json and .md")
+    return 0
+
+
+def cmd_release_study(args: argparse.Namespace) -> int:
+    from rate.errors import ConfigError
+    from rate.io import atomic_write_json, atomic_write_text
+    from tinyworld.studies.release import CORRECTIONS, RECIPES, markdown, run_release_study
+
+    def names(value: str, known, what: str) -> list[str]:
+        chosen = [v.strip() for v in value.split(",") if v.strip()]
+        for v in chosen:
+            if v not in known:
+                raise ConfigError(f"--{what}: unknown {v!r}; choose from {', '.join(known)}")
+        return chosen
+
+    recipes = {n: dict(RECIPES[n]) for n in names(args.recipes, RECIPES, "recipes")}
+    if args.steps:
+        for recipe in recipes.values():
+            recipe["steps"] = args.steps
+    try:
+        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    except ValueError as err:
+        raise ConfigError(
+            f"--seeds: expected integers separated by commas, got {args.seeds!r}"
+        ) from err
+    study = run_release_study(
+        args.world,
+        args.out,
+        seeds,
+        recipes,
+        tuple(names(args.corrections, CORRECTIONS, "corrections")),
+        args.per_family,
+        args.jobs,
+    )
+    atomic_write_json(args.out / "release_study.json", study)
+    table = markdown(study)
+    atomic_write_text(args.out / "release_study.md", table)
+    print(table, end="")
+    print(f"wrote {args.out}/release_study.json and .md")
+    return 0
+
+
+def cmd_certify_coverage(args: argparse.Namespace) -> int:
+    from rate.io import atomic_write_json, atomic_write_text
+    from tinyworld.certify.cli import named_paths
+    from tinyworld.studies.certify import coverage_study, markdown
+    from tinyworld.studies.frontier import check_gold_rows
+
+    policies = named_paths(args.policy)
+    check_gold_rows(args.gold_per_family)
+    study = coverage_study(
+        args.world,
+        policies,
+        args.out,
+        args.wrapper,
+        args.sets,
+        args.gold_per_family,
+        truth_per_family=args.truth_per_family,
+    )
+    table = markdown(study)
+    atomic_write_json(args.out / "certify_coverage.json", study)
+    atomic_write_text(args.out / "certify_coverage.md", table)
+    print(table, end="")
+    return 0
+
+
+def cmd_gold(args: argparse.Namespace) -> int:
+    import json
+
+    from tinyworld.data import require_world
+    from tinyworld.studies.certify import write_fresh_gold
+    from tinyworld.studies.frontier import check_gold_rows
+
+    check_gold_rows(args.per_family)
+    rows = write_fresh_gold(require_world(args.world), args.per_family, args.seed, args.out)
+    print(json.dumps({"gold": str(args.out), "rows": rows, "seed": args.seed}))
+    return 0
+
+
+def cmd_assess_truth(args: argparse.Namespace) -> int:
+    import json
+
+    from rate.io import atomic_write_json, read_json
+    from tinyworld.studies.release import check_assessment
+
+    result = check_assessment(
+        args.world, read_json(args.assessment / "assessment.json"), args.per_family
+    )
+    atomic_write_json(args.assessment / "assessment_truth.json", result)
+    print("| run | decision | oracle | true quality | gain | worst family gain |")
+    print("|---|---|---|---|---|---|")
+    for r in result["runs"]:
+        print(
+            f"| {r['run']} | {r['decision']} | {'ship' if r['oracle_ship'] else 'no'} | "
+            f"{r['true_quality']:.3f} | {r['gain']:+.3f} | {r['worst_family_gain']:+.3f} |"
+        )
+    print(json.dumps({k: result[k] for k in ("reference", "agree", "false_ships")}))
+    return 0
+
+
+def cmd_sweep_truth(args: argparse.Namespace) -> int:
+    import json
+
+    from rate.io import atomic_write_json, read_json
+    from tinyworld.studies.release import check_sweep
+
+    result = check_sweep(args.world, read_json(args.sweep / "sweep.json"), args.per_family)
+    atomic_write_json(args.sweep / "sweep_truth.json", result)
+    label_free = result["candidates"] and result["candidates"][0]["certified"] is None
+    what = "corrected reward (no label)" if label_free else "certified (selection half)"
+    print(f"| kl_coef | step | decision | {what} | true quality | worst family gain |")
+    print("|---|---|---|---|---|---|")
+    for r in result["candidates"]:
+        value = r["corrected_reward"] if label_free else r["certified"]
+        print(
+            f"| {r['kl_coef']:g} | {r['step']} | {r['decision']} | {value:.3f} | "
+            f"{r['true_quality']:.3f} | {r['worst_family_gain']:+.3f} |"
+        )
+    print(json.dumps({k: result[k] for k in ("reference", "best", "chosen", "chosen_within_best")}))
+    return 0
+
+
+def proposal_cells(items: list[str]) -> dict[tuple[str, float], Path]:
+    """``REWARD:BETA=DIR`` arguments as (reward, beta) -> folder, each malformed one a one-line
+    error."""
+    from rate.errors import ConfigError
+    from tinyworld.certify.cli import named_paths
+
+    out = {}
+    # A proposal's name is parsed below, and names no file.
+    for name, path in named_paths(items, "--proposal", file_name=False).items():
+        kind, sep, beta = name.partition(":")
+        try:
+            value = float(beta)
+        except ValueError:
+            value = math.nan
+        if not sep or kind not in ("raw", "corrected") or not value > 0:
+            raise ConfigError(
+                f"--proposal {name}={path}: expected REWARD:BETA=DIR, REWARD raw or "
+                "corrected and BETA > 0, e.g. corrected:0.05=runs/x/checkpoint"
+            )
+        out[(kind, value)] = path
+    return out
+
+
+def cmd_tilt_study(args: argparse.Namespace) -> int:
+    from rate.io import atomic_write_json, atomic_write_text, ensure_dir, json_safe
+    from tinyworld.studies.tilt import study_table, tilt_study
+    from tinyworld.tilt.report import write_report
+
+    ensure_dir(args.out)  # a folder that cannot be made fails now, not after the study
+    study = tilt_study(
+        args.world,
+        args.wrapper,
+        args.beta,
+        max_n=args.max_n,
+        tail_samples=args.tail_samples,
+        proposals=proposal_cells(args.proposal),
+        model_samples=args.model_samples,
+    )
+    table = study_table(study)
+    write_report(study["forecast"], args.out / "forecast")
+    atomic_write_json(args.out / "tilt_study.json", json_safe(study))
+    atomic_write_text(args.out / "tilt_study.md", table)
+    print(table)
+    print(f"wrote {args.out}/tilt_study.json, .md and the forecast's report in forecast/")
+    return 0
+
+
+def cmd_frontier(args: argparse.Namespace) -> int:
+    from rate.errors import BusyError, ConfigError
+    from rate.io import atomic_write_json, atomic_write_text, folder_lock
+    from tinyworld.certify.cli import named_paths
+    from tinyworld.studies.frontier import check_gold_rows, frontier_study, markdown
+
+    policies = named_paths(args.policy) if args.policy else {}
+    for name in ("prompts", "per_prompt", "per_family"):
+        if getattr(args, name) < 1:
+            raise ConfigError(f"--{name.replace('_', '-')}: give a number >= 1")
+    if args.bootstrap < 0:
+        raise ConfigError("--bootstrap: give a number >= 0 (0 or 1: no SE)")
+    if args.gold_per_family is not None:
+        check_gold_rows(args.gold_per_family)  # before the lock makes the folder
+    busy = lambda pid: BusyError(  # noqa: E731
+        f"{args.out}: another frontier study (pid {pid}) is writing here; wait for it to "
+        "finish or choose another --out"
+    )
+    with folder_lock(args.out, busy):
+        study = frontier_study(
+            args.world,
+            args.prompts,
+            args.per_prompt,
+            args.gold_per_family,
+            bootstrap=args.bootstrap,
+            policies=policies,
+            per_family=args.per_family,
+        )
+        table = markdown(study)
+        atomic_write_json(args.out / "frontier.json", study)
+        atomic_write_text(args.out / "frontier.md", table)
+    print(table, end="")
+    return 0

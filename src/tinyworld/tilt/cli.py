@@ -1,0 +1,44 @@
+"""`rate world tilt`: the reward's tails and the pi_beta forecast, registered under
+`rate world` (its module imports when the command runs, to keep `rate --help` fast)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(tiny: argparse._SubParsersAction) -> None:
+    t = tiny.add_parser("tilt", help="reward tails and a forecast of pi_beta's quality from gold")
+    t.add_argument("--world", type=Path, required=True)
+    t.add_argument("--wrapper", type=Path, help="a reward wrapper .py: also the corrected reward")
+    t.add_argument("--beta", type=float, nargs="+", default=[0.1, 0.05], help="KL coefficients")
+    t.add_argument("--tail-samples", type=int, default=10_000, help="reference samples/family")
+    t.add_argument(
+        "--model-samples",
+        type=int,
+        default=10_000,
+        help="with --wrapper: guided samples of pi_beta per rung for the model forecast (0: none)",
+    )
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--out", type=Path, required=True, help="folder for tilt.json, .md, Q-Q pngs")
+    t.set_defaults(func=cmd_tilt)
+
+
+def cmd_tilt(args: argparse.Namespace) -> int:
+    from rate.io import ensure_dir
+    from tinyworld.tilt.report import markdown, write_report
+    from tinyworld.tilt.run import tilt_analysis
+
+    ensure_dir(args.out)  # a folder that cannot be made fails now, not after the analysis
+    analysis = tilt_analysis(
+        args.world,
+        args.wrapper,
+        args.beta,
+        args.tail_samples,
+        seed=args.seed,
+        model_samples=args.model_samples,
+    )
+    written = write_report(analysis, args.out)
+    print(markdown(analysis))
+    print("wrote " + ", ".join(str(p) for p in written))
+    return 0

@@ -74,7 +74,7 @@ def _bare(scorer, batches: list) -> None:
 def bench_scoring(batch: int = 32) -> dict:
     """texts/s of the four ways on both text sets, and the agreement of ours with the loop."""
 
-    scorer = build_scorer(load_scoring_template("minilm_sentiment"), None)
+    scorer = build_scorer(load_scoring_template("minilm_sentiment"))
     results: dict = {"scoring_batch_size": batch, "scoring_model": "minilm_sentiment"}
     for name, texts in text_sets().items():
         key = name.split()[0]

@@ -152,19 +152,19 @@ def test_make_help_lists_the_variables_too():
 # Each command that writes its results only at its end, with the function doing its work:
 # the output folder is made first, so that a folder that cannot be made fails at once.
 LATE_WRITERS = [
-    (["tinyrlhf", "tilt", "--world", "W", "--out", "{bad}"], "tinyworld.tilt.run", "tilt_analysis"),
-    (["audit", "--world", "W", "--out", "{bad}/audit.json"], "tinyworld.audit.run", "load_inputs"),
-    (["audit", "--world", "W", "--out", "ok.json", "--write-wrapper", "{bad}/ours.py"],
+    (["world", "tilt", "--world", "W", "--out", "{bad}"], "tinyworld.tilt.run", "tilt_analysis"),
+    (["world", "audit", "--world", "W", "--out", "{bad}/audit.json"], "tinyworld.audit.run", "load_inputs"),
+    (["world", "audit", "--world", "W", "--out", "ok.json", "--write-wrapper", "{bad}/ours.py"],
      "tinyworld.audit.run", "load_inputs"),
-    (["study", "coverage", "--out", "{bad}"], "tinyworld.build", "ensure_world"),
-    (["study", "synthetic", "--out", "{bad}"], "tinyworld.build", "ensure_world"),
-    (["study", "audit", "--out", "{bad}"], "tinyworld.studies.audit", "audit_study"),
+    (["world", "study", "coverage", "--out", "{bad}"], "tinyworld.build", "ensure_world"),
+    (["world", "study", "synthetic", "--out", "{bad}"], "tinyworld.build", "ensure_world"),
+    (["world", "study", "audit", "--out", "{bad}"], "tinyworld.studies.audit", "audit_study"),
     (["study", "semisynthetic-text", "--out", "{bad}"], "rate.studies.semisynthetic_text",
      "run_semisynthetic_text"),
-    (["study", "tilt", "--world", "W", "--out", "{bad}"], "tinyworld.studies.tilt", "tilt_study"),
-    (["tinyrlhf", "certify", "--world", "W", "--policy", "P", "--out", "{bad}/cert"],
+    (["world", "study", "tilt", "--world", "W", "--out", "{bad}"], "tinyworld.studies.tilt", "tilt_study"),
+    (["world", "certify", "--world", "W", "--policy", "P", "--out", "{bad}/cert"],
      "tinyworld.certify.certify", "certify_policy"),
-    (["tinyrlhf", "assess", "--world", "W", "--audit", "{audit}", "--out", "{bad}"],
+    (["world", "assess", "--world", "W", "--audit", "{audit}", "--out", "{bad}"],
      "tinyworld.certify.assess", "_assess"),  # assess_world locks the folder first
 ]  # fmt: skip
 
@@ -189,3 +189,44 @@ def test_an_output_folder_that_cannot_be_made_fails_before_the_work(
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith(f"rate: error: cannot write {in_the_way}: a file is in the way")
     assert in_the_way.read_text() == "kept"
+
+
+def test_a_mistyped_command_gets_the_nearest_name(capsys):
+    with pytest.raises(SystemExit) as err:
+        cli.main(["plto"])
+    assert err.value.code == 2
+    line = capsys.readouterr().err.splitlines()[-1]
+    assert "unknown command 'plto'; did you mean 'plots'?" in line
+    with pytest.raises(SystemExit):
+        cli.main(["world", "recipe-swep"])
+    assert "did you mean 'recipe-sweep'?" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "old, said, new",
+    [
+        (["plot"], "rate plots", "rate plots"),
+        (["tinyrlhf", "build"], "rate world", "rate world build"),
+        (["tinyrlhf", "sweep"], "rate world recipe-sweep", "rate world recipe-sweep"),
+        (["audit"], "rate world audit", "rate world audit"),
+        (["demo-audit"], "rate audit-demo", "rate audit-demo"),
+        (["study", "coverage"], "rate world study coverage", "rate world study coverage"),
+    ],
+)
+def test_an_old_command_name_still_works_and_says_its_new_one(old, said, new, capsys):
+    with pytest.raises(SystemExit) as err:
+        cli.main([*old, "--help"])
+    assert err.value.code == 0
+    out = capsys.readouterr()
+    assert f"is now '{said}'" in out.err and len(out.err.splitlines()) == 1
+    assert f"usage: {new}" in out.out
+
+
+def test_the_help_lists_the_pipeline_first_and_hides_the_old_names():
+    parser, aliases = cli.build_parser()
+    text = parser.format_help()
+    stages = [text.index(f"    {name}") for name in ("create_dataset", "score_dataset", "plots")]
+    assert stages == sorted(stages) and stages[-1] < text.index("    world ")
+    for old in ("tinyrlhf", "demo-audit", "    plot "):
+        assert old not in text
+    assert ("tinyrlhf",) in aliases  # the world's plugin brings its old names

@@ -80,7 +80,7 @@ def test_set_is_the_rl_override_syntax_and_override_still_works(tmp_path, small_
     for flag in ("--set", "--override"):
         out = tmp_path / flag.strip("-")
         run_rate(
-            ["tinyrlhf", "rl", "--world", str(small_world), flag, "steps=2", flag, "lr=1e-3",
+            ["world", "rl", "--world", str(small_world), flag, "steps=2", flag, "lr=1e-3",
              "--set", "log_every=1", "--out", str(out)],
             tmp_path,
         )  # fmt: skip

@@ -80,7 +80,7 @@ def test_the_minilm_head_fit_shows_its_progress(tmp_path, monkeypatch):
     reviews = {"train": (["good", "bad", "great", "awful"], [1, 0, 1, 0]),
                "test": (["fine", "poor"], [1, 0])}  # fmt: skip
     monkeypatch.setattr(minilm, "_labelled", lambda split: reviews[split])
-    scorer = build_scorer(load_scoring_template("minilm_sentiment"), None)
+    scorer = build_scorer(load_scoring_template("minilm_sentiment"))
     assert scorer.head_info["train_examples"] == 4
     text = stderr.getvalue()
     assert "minilm_sentiment head fit" in text and "/6 [" in text  # the 6 reviews embedded

@@ -204,11 +204,11 @@ def test_the_audit_command_reads_no_truth(small_world, tmp_path):
     out_a, out_b = tmp_path / "a.json", tmp_path / "b.json"
     wrapper = tmp_path / "correct.py"
     run_rate(
-        ["audit", "--world", str(small_world), "--out", str(out_a), "--write-wrapper",
+        ["world", "audit", "--world", str(small_world), "--out", str(out_a), "--write-wrapper",
          str(wrapper), *args],
         tmp_path,
     )  # fmt: skip
-    run_rate(["audit", "--world", str(moved), "--out", str(out_b), *args], tmp_path)
+    run_rate(["world", "audit", "--world", str(moved), "--out", str(out_b), *args], tmp_path)
     a, b = json.loads(out_a.read_text()), json.loads(out_b.read_text())
     for x in (a, b):
         x.pop("inputs"), x.pop("seconds")
@@ -218,7 +218,7 @@ def test_the_audit_command_reads_no_truth(small_world, tmp_path):
     from tinyworld.audit.wrapper import corrections
     from tinyworld.rl import load_reward_wrapper
 
-    assert callable(load_reward_wrapper(wrapper))  # what rate tinyrlhf rl loads
+    assert callable(load_reward_wrapper(wrapper))  # what rate world rl loads
     assert f"CORRECTIONS = json.loads({json.dumps(corrections(a), sort_keys=True)!r})" in (
         wrapper.read_text()
     )
@@ -318,7 +318,7 @@ def test_the_second_stages_flags_are_checked_against_the_planted_pairs(small_wor
 
 def test_the_wrapper_removes_each_flagged_features_excess(tmp_path):
     """Known answer: dune 'pa' flagged with excess 1.2, cobalt 'ka ra' with an adjacency
-    interaction of 0.5, ember 'he' not flagged; the file is what rate tinyrlhf rl loads."""
+    interaction of 0.5, ember 'he' not flagged; the file is what rate world rl loads."""
     from tinyworld.audit.wrapper import write_wrapper
     from tinyworld.rl import load_reward_wrapper
 
@@ -476,7 +476,7 @@ def test_method_ridge_from_the_command_line(small_world, tmp_path):
     args = ["--set", "n_token=4", "--set", "n_pair=1", "--set", "n_rate_token=2",
             "--set", "n_rate_pair=1"]  # fmt: skip
     res = run_rate(
-        ["audit", "--world", str(small_world), "--out", str(out), "--method", "ridge",
+        ["world", "audit", "--world", str(small_world), "--out", str(out), "--method", "ridge",
          "--write-wrapper", str(wrapper), *args],
         tmp_path,
     )  # fmt: skip

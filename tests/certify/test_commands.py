@@ -161,7 +161,7 @@ def test_assessment_watches_the_features_the_wrapper_corrects():
 def test_certify_and_assess_commands(small_world, tmp_path):
     run = small_world / "runs" / "kl002-s1500" / "checkpoint"
     out = run_rate(
-        ["tinyrlhf", "certify", "--world", str(small_world), "--policy", str(run),
+        ["world", "certify", "--world", str(small_world), "--policy", str(run),
          "--out", str(tmp_path / "cert"), *FAST],
         tmp_path,
     )  # fmt: skip
@@ -172,24 +172,24 @@ def test_certify_and_assess_commands(small_world, tmp_path):
 
     audit = tmp_path / "audit.json"
     run_rate(
-        ["audit", "--world", str(small_world), "--out", str(audit),
+        ["world", "audit", "--world", str(small_world), "--out", str(audit),
          "--write-wrapper", str(tmp_path / "ours.py")],
         tmp_path,
     )  # fmt: skip
     gold = tmp_path / "gold.jsonl"
     out = run_rate(
-        ["study", "gold", "--world", str(small_world), "--per-family", "40", "--out", str(gold)],
+        ["world", "study", "gold", "--world", str(small_world), "--per-family", "40", "--out", str(gold)],
         tmp_path,
     )  # fmt: skip
     assert json.loads(out.stdout.splitlines()[-1])["rows"] == 240
     again = run_rate(
-        ["study", "gold", "--world", str(small_world), "--per-family", "50", "--out", str(gold)],
+        ["world", "study", "gold", "--world", str(small_world), "--per-family", "50", "--out", str(gold)],
         tmp_path, check=False,
     )  # fmt: skip
     assert again.returncode != 0 and "exists; choose another --out" in again.stderr
     assert len(gold.read_text().splitlines()) == 240  # kept as it was
     run_rate(
-        ["tinyrlhf", "assess", "--world", str(small_world), "--audit", str(audit),
+        ["world", "assess", "--world", str(small_world), "--audit", str(audit),
          "--wrapper", str(tmp_path / "ours.py"), "--out", str(tmp_path / "assess"),
          "--gold", str(gold), *FAST],
         tmp_path,
@@ -209,14 +209,14 @@ def test_certify_and_assess_commands(small_world, tmp_path):
     assert any("under-weights" in f for f in pilot["findings"])
 
     bad = run_rate(
-        ["tinyrlhf", "assess", "--world", str(small_world), "--audit", str(tmp_path / "cert.json"),
+        ["world", "assess", "--world", str(small_world), "--audit", str(tmp_path / "cert.json"),
          "--out", str(tmp_path / "x")],
         tmp_path, check=False,
     )  # fmt: skip
-    assert bad.returncode != 0 and "not a `rate audit` JSON" in bad.stderr
+    assert bad.returncode != 0 and "not a `rate world audit` JSON" in bad.stderr
     assert "Traceback" not in bad.stderr
     few = run_rate(
-        ["tinyrlhf", "certify", "--world", str(small_world), "--policy", str(run),
+        ["world", "certify", "--world", str(small_world), "--policy", str(run),
          "--plan-samples", "5"],
         tmp_path, check=False,
     )  # fmt: skip
@@ -368,7 +368,7 @@ def test_two_certificates_to_one_out_never_mix(small_world, tmp_path):
     busy = lambda pid: BusyError(pid)  # noqa: E731
     with folder_lock(out.parent, busy, name=".cert.lock"):  # a certificate being written
         second = run_rate(
-            ["tinyrlhf", "certify", "--world", str(small_world), "--policy", str(run),
+            ["world", "certify", "--world", str(small_world), "--policy", str(run),
              "--out", str(out), *FAST],
             tmp_path, check=False,
         )  # fmt: skip
@@ -379,7 +379,7 @@ def test_two_certificates_to_one_out_never_mix(small_world, tmp_path):
 
 def test_the_sweep_certifies_every_checkpoint_and_reports_on_held_out_gold(small_world, tmp_path):
     run_rate(
-        ["tinyrlhf", "sweep", "--world", str(small_world), "--kl", "0.1,0.05", "--steps", "12",
+        ["world", "recipe-sweep", "--world", str(small_world), "--kl", "0.1,0.05", "--steps", "12",
          "--save-every", "6", "--out", str(tmp_path / "sweep"), "--selection", "split", *FAST],
         tmp_path,
     )  # fmt: skip
@@ -399,7 +399,7 @@ def test_the_sweep_certifies_every_checkpoint_and_reports_on_held_out_gold(small
     # whole gold set certifies the choice.
     first = (tmp_path / "sweep" / "kl0.1-s12" / "checkpoint" / "policy.safetensors").stat()
     run_rate(
-        ["tinyrlhf", "sweep", "--world", str(small_world), "--kl", "0.1", "--steps", "12",
+        ["world", "recipe-sweep", "--world", str(small_world), "--kl", "0.1", "--steps", "12",
          "--save-every", "6", "--out", str(tmp_path / "sweep"), *FAST],
         tmp_path,
     )  # fmt: skip
@@ -413,7 +413,7 @@ def test_the_sweep_certifies_every_checkpoint_and_reports_on_held_out_gold(small
     assert result["chosen"] == max(certifiable, key=lambda c: c["corrected_reward"])
     assert result["held_out"]["verdict"]["decision"] in {"ship", "hold", "abstain"}
     # The harness checks the choice against the truth.
-    out = run_rate(["study", "sweep-truth", "--world", str(small_world), "--sweep",
+    out = run_rate(["world", "study", "sweep-truth", "--world", str(small_world), "--sweep",
                     str(tmp_path / "sweep"), "--per-family", "50"], tmp_path)  # fmt: skip
     assert "| corrected reward (no label) |" in out.stdout
     truth = json.loads((tmp_path / "sweep" / "sweep_truth.json").read_text())
@@ -422,10 +422,10 @@ def test_the_sweep_certifies_every_checkpoint_and_reports_on_held_out_gold(small
     assert truth["best"]["true_quality"] == max(c["true_quality"] for c in truth["candidates"])
     # On a gold set given (--gold), the screen and the certificate of the choice read it.
     gold = tmp_path / "gold.jsonl"
-    run_rate(["study", "gold", "--world", str(small_world), "--per-family", "40",
+    run_rate(["world", "study", "gold", "--world", str(small_world), "--per-family", "40",
               "--out", str(gold)], tmp_path)  # fmt: skip
     out = run_rate(
-        ["tinyrlhf", "sweep", "--world", str(small_world), "--kl", "0.1", "--steps", "12",
+        ["world", "recipe-sweep", "--world", str(small_world), "--kl", "0.1", "--steps", "12",
          "--save-every", "6", "--out", str(tmp_path / "sweep"), "--gold", str(gold), *FAST],
         tmp_path,
     )  # fmt: skip
@@ -634,7 +634,7 @@ def test_stricter_screens_choose_among_the_checkpoints_they_pass(tmp_path):
     # A missing file, or the files given the wrong way round: one line that names them.
     for pair, said in (
         (["missing.json", "sweep.md"], "missing.json: cannot read"),
-        (["sweep.md", "truth.json"], "sweep.md, truth.json: not a `rate study sweep-truth` JSON"),
+        (["sweep.md", "truth.json"], "sweep.md, truth.json: not a `rate world study sweep-truth` JSON"),
     ):
         bad = subprocess.run(
             [sys.executable, str(script), *pair], capture_output=True, text=True, cwd=tmp_path
@@ -645,7 +645,7 @@ def test_stricter_screens_choose_among_the_checkpoints_they_pass(tmp_path):
 
 def test_a_missing_gold_file_is_a_one_line_error_before_anything_is_written(small_world, tmp_path):
     out = run_rate(
-        ["tinyrlhf", "sweep", "--world", str(small_world), "--gold", str(tmp_path / "no.jsonl"),
+        ["world", "recipe-sweep", "--world", str(small_world), "--gold", str(tmp_path / "no.jsonl"),
          "--out", str(tmp_path / "sweep")],
         tmp_path,
         check=False,
@@ -656,7 +656,7 @@ def test_a_missing_gold_file_is_a_one_line_error_before_anything_is_written(smal
 
 def test_a_negative_refine_is_a_one_line_error(small_world, tmp_path):
     out = run_rate(
-        ["tinyrlhf", "sweep", "--world", str(small_world), "--refine", "-1",
+        ["world", "recipe-sweep", "--world", str(small_world), "--refine", "-1",
          "--out", str(tmp_path / "sweep")],
         tmp_path,
         check=False,
@@ -704,7 +704,7 @@ def test_the_sweep_refines_at_the_edge(small_world, tmp_path, monkeypatch):
 
 def test_the_release_study_and_the_coverage_harness(small_world, tmp_path, monkeypatch):
     out = run_rate(
-        ["study", "release", "--world", str(small_world), "--out", str(tmp_path / "rel"),
+        ["world", "study", "release", "--world", str(small_world), "--out", str(tmp_path / "rel"),
          "--seeds", "0", "--recipes", "R1", "--steps", "10", "--per-family", "40"],
         tmp_path,
     )  # fmt: skip
@@ -721,7 +721,7 @@ def test_the_release_study_and_the_coverage_harness(small_world, tmp_path, monke
     # Its runs' evaluations are reused by name: a rerun on another number of prompts would
     # mix them with its own, and stops with a one-line error instead.
     other = run_rate(
-        ["study", "release", "--world", str(small_world), "--out", str(tmp_path / "rel"),
+        ["world", "study", "release", "--world", str(small_world), "--out", str(tmp_path / "rel"),
          "--seeds", "0", "--recipes", "R1", "--steps", "10", "--per-family", "50"],
         tmp_path, check=False,
     )  # fmt: skip

@@ -1,4 +1,4 @@
-"""`rate demo-audit` end to end on the small world (a short corrected run)."""
+"""`rate audit-demo` end to end on the small world (a short corrected run)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from tests.helpers import run_rate
 
 def test_the_audit_demo_tells_the_story_against_the_truth(small_world, tmp_path):
     out = tmp_path / "story"
-    args = ["demo-audit", "--world", str(small_world), "--out", str(out), "--steps", "10",
+    args = ["audit-demo", "--world", str(small_world), "--out", str(out), "--steps", "10",
             "--per-family", "40"]  # fmt: skip
     first = run_rate(args, tmp_path).stdout
     for step in ("1. Audit", "2. Correction", "3. Corrected RL", "4-5. Certification", "6."):

@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from rate.datasets.base import Example
-from rate.datasets.w_classifiers import FieldAbove, FieldEquals, PythonRule, TokenSwap
+from rate.datasets.w_classifiers import FieldAbove, FieldEquals, PythonRule
 from rate.errors import DataFileError, RateError, TemplateError
 from rate.rewrite.base import RewriteRequest, checked_outputs
-from rate.rewrite.options import TinyRewriterOptions
 from rate.rewrite.stage import select_examples
+from tinyworld.options import TinyRewriterOptions
 from tinyworld.rewriter import TinyRewriter
+from tinyworld.source import TokenSwap
 
 RULE = TokenSwap(token="pa", counterpart="ba")
 
@@ -133,7 +134,7 @@ def test_jsonl_source_reads_shuffles_and_names_bad_rows(tmp_path):
     path = tmp_path / "reviews.jsonl"
     rows = [{"id": f"r{i}", "review": f"text {i}", "stars": i} for i in range(10)]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    ctx = SourceContext(world=tmp_path, seed=1, template_path=str(tmp_path / "t.yaml"))
+    ctx = SourceContext(seed=1, template_path=str(tmp_path / "t.yaml"))
     spec = JsonlSource(path="reviews.jsonl", text_field="review", prompt="Review: ", id_field="id")
     (chunk,) = list(JsonlStream(spec, ctx).chunks())
     assert sorted(e.key for e in chunk) == sorted(r["id"] for r in rows)

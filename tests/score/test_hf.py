@@ -228,8 +228,8 @@ def test_batch_invariance_and_folder_loading(kind, tmp_path, templates):
     chat = kind == "llama"
     templates("one", model=str(folder), chat=chat, batch_size=1)
     templates("many", model=str(folder), chat=chat, batch_size=4)
-    one = build_scorer(load_scoring_template("one"), tmp_path)
-    many = build_scorer(load_scoring_template("many"), tmp_path)
+    one = build_scorer(load_scoring_template("one"))
+    many = build_scorer(load_scoring_template("many"))
     a = one.score(PROMPTS, RESPONSES)
     b = many.score(PROMPTS, RESPONSES)
     assert len(a) == 6 and len(set(a)) == 6  # random weights still tell texts apart
@@ -242,7 +242,7 @@ def test_batch_invariance_and_folder_loading(kind, tmp_path, templates):
 def test_chat_formatting_has_one_bos(tmp_path, templates):
     folder = llama(tmp_path / "llama")
     templates("rm", model=str(folder), chat=True)
-    scorer = build_scorer(load_scoring_template("rm"), tmp_path)
+    scorer = build_scorer(load_scoring_template("rm"))
     text = scorer._texts(["hi"], ["good film"])[0]
     assert text == "<s><|user|> hi <|end|> <|assistant|> good film <|end|> "
     ids = scorer._encode([text])[0]
@@ -252,7 +252,7 @@ def test_chat_formatting_has_one_bos(tmp_path, templates):
 def test_truncation_is_counted(tmp_path, templates):
     folder = distilbert(tmp_path / "db")
     templates("short", model=str(folder), max_length=8, truncation="left")
-    scorer = build_scorer(load_scoring_template("short"), tmp_path)
+    scorer = build_scorer(load_scoring_template("short"))
     scorer.score(["", ""], ["good", " ".join(["very"] * 20) + " bad"])
     assert scorer.truncated == 1
 
@@ -262,7 +262,7 @@ def test_hub_id_offline_fails_fast_with_what_to_do(tmp_path, templates, monkeypa
     templates("hub", model="some-org/some-reward-model")
     start = time.perf_counter()
     with pytest.raises(TemplateError) as err:
-        build_scorer(load_scoring_template("hub"), tmp_path)
+        build_scorer(load_scoring_template("hub"))
     assert time.perf_counter() - start < 5
     assert "hub is unreachable" in str(err.value) and "local folder" in str(err.value)
 
@@ -273,7 +273,7 @@ def test_bad_options_are_template_errors(tmp_path, templates):
         load_scoring_template("bad")
     templates("missing", model=str(tmp_path / "nowhere"))
     with pytest.raises(TemplateError, match="does not exist"):
-        build_scorer(load_scoring_template("missing"), tmp_path)
+        build_scorer(load_scoring_template("missing"))
 
 
 def test_text_pairs(tmp_path, templates):
@@ -283,13 +283,13 @@ def test_text_pairs(tmp_path, templates):
     templates("pair4", model=str(folder), input="pair", batch_size=4)
     templates("alone", model=str(folder), input="response")
     prompts = ["the plot", "a film", "the actor", "not fun", "good", "bad"]
-    one = build_scorer(load_scoring_template("pair1"), tmp_path)
+    one = build_scorer(load_scoring_template("pair1"))
     ids = one._encode(["good film"], ["the plot"])[0]
     sep = one.tokenizer.convert_tokens_to_ids("[SEP]")
     assert ids.count(sep) == 1 and ids.index(sep) == 3  # [CLS] the plot [SEP] good film
     a = one.score(prompts, RESPONSES)
-    b = build_scorer(load_scoring_template("pair4"), tmp_path).score(prompts, RESPONSES)
-    c = build_scorer(load_scoring_template("alone"), tmp_path).score(prompts, RESPONSES)
+    b = build_scorer(load_scoring_template("pair4")).score(prompts, RESPONSES)
+    c = build_scorer(load_scoring_template("alone")).score(prompts, RESPONSES)
     assert max(abs(x - y) for x, y in zip(a, b, strict=True)) < 1e-4
     # The prompt is read (a random tiny model moves little with it, but it moves).
     assert all(abs(x - y) > 1e-7 for x, y in zip(a, c, strict=True))
@@ -315,7 +315,7 @@ def test_shipped_templates_score_a_local_copy(name, builder, tmp_path, monkeypat
     monkeypatch.setenv("RATE_TEMPLATE_PATH", str(tmp_path))
     template = load_scoring_template(name)
     assert template.path == str(tmp_path / "scoring_templates" / f"{name}.yaml")
-    scores = build_scorer(template, tmp_path).score(PROMPTS, RESPONSES)
+    scores = build_scorer(template).score(PROMPTS, RESPONSES)
     assert len(scores) == 6 and all(isinstance(s, float) for s in scores)
     assert len(set(scores)) == 6
 
@@ -326,7 +326,7 @@ def test_shipped_templates_score_a_local_copy(name, builder, tmp_path, monkeypat
 def test_shipped_hub_templates_fail_fast_offline(name, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(TemplateError, match="hub is unreachable"):
-        build_scorer(load_scoring_template(name), tmp_path)
+        build_scorer(load_scoring_template(name))
 
 
 def test_score_dataset_stage_with_a_classifier(tmp_path, templates):
@@ -379,13 +379,13 @@ def test_armorm_custom_code_score_output_and_batch_invariance(tmp_path, template
     templates("armo1", **keys, padding_side="right", batch_size=1)
     templates("armo4", **keys, padding_side="right", batch_size=4)
     templates("armo_left", **keys, batch_size=4)
-    one = build_scorer(load_scoring_template("armo1"), tmp_path)
+    one = build_scorer(load_scoring_template("armo1"))
     assert type(one.model).__name__ == "ArmoTinyRewardModel"
     a = one.score(PROMPTS, RESPONSES)
-    b = build_scorer(load_scoring_template("armo4"), tmp_path).score(PROMPTS, RESPONSES)
+    b = build_scorer(load_scoring_template("armo4")).score(PROMPTS, RESPONSES)
     assert len(set(a)) == 6
     assert max(abs(x - y) for x, y in zip(a, b, strict=True)) < 1e-4
-    left = build_scorer(load_scoring_template("armo_left"), tmp_path)
+    left = build_scorer(load_scoring_template("armo_left"))
     assert left.padding_side == "left"
     c = left.score(PROMPTS, RESPONSES)
     assert max(abs(x - y) for x, y in zip(a, c, strict=True)) < 1e-4
@@ -394,7 +394,7 @@ def test_armorm_custom_code_score_output_and_batch_invariance(tmp_path, template
 def test_output_that_the_model_does_not_have(tmp_path, templates):
     folder = armo(tmp_path / "armo")
     templates("armo", model=str(folder), trust_remote_code=True, chat=True)  # output: logits
-    scorer = build_scorer(load_scoring_template("armo"), tmp_path)
+    scorer = build_scorer(load_scoring_template("armo"))
     with pytest.raises(TemplateError, match="has no 'logits'.*rewards, gating_output, score"):
         scorer.score(PROMPTS[:1], RESPONSES[:1])
 
@@ -403,7 +403,7 @@ def test_custom_code_needs_trust_remote_code(tmp_path, templates):
     folder = armo(tmp_path / "armo")
     templates("armo", model=str(folder), output="score", chat=True)
     with pytest.raises((TemplateError, ValueError), match="trust_remote_code"):
-        build_scorer(load_scoring_template("armo"), tmp_path)
+        build_scorer(load_scoring_template("armo"))
 
 
 def test_out_of_memory_halves_the_batch_and_goes_on(tmp_path, templates, caplog):
@@ -413,8 +413,8 @@ def test_out_of_memory_halves_the_batch_and_goes_on(tmp_path, templates, caplog)
     folder = distilbert(tmp_path / "db")
     templates("one", model=str(folder), batch_size=1)
     templates("big", model=str(folder), batch_size=8)
-    expected = build_scorer(load_scoring_template("one"), tmp_path).score(PROMPTS, RESPONSES)
-    scorer = build_scorer(load_scoring_template("big"), tmp_path)
+    expected = build_scorer(load_scoring_template("one")).score(PROMPTS, RESPONSES)
+    scorer = build_scorer(load_scoring_template("big"))
     forward = scorer.model.forward
     sizes = []
 
@@ -438,7 +438,7 @@ def test_out_of_memory_halves_the_batch_and_goes_on(tmp_path, templates, caplog)
 def test_out_of_memory_at_batch_size_one_is_raised(tmp_path, templates):
     folder = distilbert(tmp_path / "db")
     templates("one", model=str(folder), batch_size=1)
-    scorer = build_scorer(load_scoring_template("one"), tmp_path)
+    scorer = build_scorer(load_scoring_template("one"))
 
     def no_memory(**kwargs):
         raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
@@ -524,14 +524,14 @@ def test_truncation_keeps_the_special_tokens(tmp_path, templates):
     long_text = " ".join(WORDS) + " " + " ".join(WORDS)  # 32 words
     for side in ("right", "left"):
         templates(f"cut_{side}", model=str(db), max_length=8, truncation=side)
-        scorer = build_scorer(load_scoring_template(f"cut_{side}"), tmp_path)
+        scorer = build_scorer(load_scoring_template(f"cut_{side}"))
         ids = scorer._encode([long_text])[0]
         tokens = scorer.tokenizer.convert_ids_to_tokens(ids)
         assert len(ids) == 8 and tokens[0] == "[CLS]"
         assert tokens[1:] == (WORDS[:7] if side == "right" else WORDS[-7:])
     folder = llama(tmp_path / "llama")
     templates("chat_left", model=str(folder), chat=True, max_length=8, truncation="left")
-    scorer = build_scorer(load_scoring_template("chat_left"), tmp_path)
+    scorer = build_scorer(load_scoring_template("chat_left"))
     text = scorer._texts(["the plot"], ["good film very long"])[0]  # 11 tokens
     tokens = scorer.tokenizer.convert_ids_to_tokens(scorer._encode([text])[0])
     assert tokens == ["<s>", "<|end|>", "<|assistant|>", "good", "film", "very", "long", "<|end|>"]
@@ -545,7 +545,7 @@ def test_minus_label_scores_the_classifiers_margin(tmp_path, templates):
     templates("neg", model=str(folder), label=0)
     templates("margin", model=str(folder), label=1, minus_label=0)
     pos, neg, margin = (
-        build_scorer(load_scoring_template(n), tmp_path).score(PROMPTS, RESPONSES)
+        build_scorer(load_scoring_template(n)).score(PROMPTS, RESPONSES)
         for n in ("pos", "neg", "margin")
     )
     for p, n, m in zip(pos, neg, margin, strict=True):

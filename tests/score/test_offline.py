@@ -38,7 +38,7 @@ def test_drug_review_source_max_words_keeps_the_short_reviews():
     from rate.errors import ConfigError
     from rate.schema import from_dict
 
-    ctx = SourceContext(world=None, seed=0, template_path="t.yaml")
+    ctx = SourceContext(seed=0, template_path="t.yaml")
     reviews = [r["review"] for s in ("train", "test") for r in drug_reviews(s)]
     spec = from_dict(DrugReviewSource, {"max_words": 30}, "t.yaml", "source")
     (kept,) = DrugReviewStream(spec, ctx).chunks()
@@ -71,7 +71,7 @@ def test_a_missing_package_says_how_to_install_it(monkeypatch):
 def test_vader_known_answers():
     """VADER's compound is x / sqrt(x^2 + 15) of the summed valence: 'good' is 1.9 in the
     lexicon; 'not' scales it by -0.74."""
-    scorer = build_scorer(load_scoring_template("vader"), None)
+    scorer = build_scorer(load_scoring_template("vader"))
     good, not_good, plain = scorer.score([""] * 3, ["good", "not good", "the table"])
     assert good == pytest.approx(round(1.9 / math.sqrt(1.9**2 + 15), 4))
     assert not_good == pytest.approx(round(-1.406 / math.sqrt(1.406**2 + 15), 4))
@@ -80,7 +80,7 @@ def test_vader_known_answers():
 
 @pytest.fixture(scope="module")
 def minilm():
-    return build_scorer(load_scoring_template("minilm_sentiment"), None)
+    return build_scorer(load_scoring_template("minilm_sentiment"))
 
 
 def test_minilm_embeddings_are_sentence_transformers(minilm):
@@ -132,7 +132,7 @@ def test_minilm_head_is_cached(tmp_path, monkeypatch, minilm):
     import rate.score.minilm as module
 
     monkeypatch.setattr(module, "fit_logistic", lambda *a: pytest.fail("refitted a cached head"))
-    again = build_scorer(load_scoring_template("minilm_sentiment"), None)
+    again = build_scorer(load_scoring_template("minilm_sentiment"))
     assert again.head_info == minilm.head_info
     assert again.w.tolist() == minilm.w.tolist()
     cached = list((Path(module.cache_dir()) / "minilm_heads").glob("*.safetensors"))
@@ -149,7 +149,7 @@ def test_minilm_bad_options(tmp_path, monkeypatch):
         load_scoring_template("m")
     path.write_text(yaml.safe_dump({**base, "encoder": str(tmp_path / "none")}))
     with pytest.raises(TemplateError, match="no encoder in"):
-        build_scorer(load_scoring_template("m"), None)
+        build_scorer(load_scoring_template("m"))
 
 
 def _reviews_rewrites(layout, n: int) -> str:

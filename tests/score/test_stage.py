@@ -112,7 +112,7 @@ def test_examples_that_lack_a_completion_are_counted_and_named(tmp_path, caplog)
 def test_vader_cuts_long_texts_and_counts_them(tmp_path):
     """VADER is quadratic in length: main took ~30 s at 100k characters and ~50 minutes for
     1 MB; texts beyond max_chars are cut, as HF scorers cut at max_length, and counted."""
-    scorer = build_scorer(load_scoring_template("vader"), None)
+    scorer = build_scorer(load_scoring_template("vader"))
     long_text = "This is a good day. " * 50_000  # 1,000,000 characters
     start = time.perf_counter()
     cut, short = scorer.score(["", ""], [long_text, "A good day."])

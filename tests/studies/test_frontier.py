@@ -184,7 +184,7 @@ def test_the_frontier_on_the_small_world(small_world, tmp_path):
     )
 
     out = tmp_path / "frontier"
-    argv = ["study", "frontier", "--world", str(small_world), "--prompts", "4"]
+    argv = ["world", "study", "frontier", "--world", str(small_world), "--prompts", "4"]
     assert main([*argv, "--per-prompt", "64", "--bootstrap", "0", "--out", str(out)]) == 0
     saved = json.loads((out / "frontier.json").read_text())
     assert saved["n_gold"] == study["n_gold"] and saved["balanced"]["kl_bound_se"] is None
@@ -201,7 +201,7 @@ def test_the_frontier_on_the_small_world(small_world, tmp_path):
     ],
 )
 def test_bad_frontier_settings_are_one_line_errors(small_world, tmp_path, capsys, extra, message):
-    argv = ["study", "frontier", "--world", str(small_world), "--out", str(tmp_path / "o")]
+    argv = ["world", "study", "frontier", "--world", str(small_world), "--out", str(tmp_path / "o")]
     assert main([*argv, "--prompts", "2", *extra]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
@@ -218,7 +218,7 @@ def test_a_second_frontier_study_into_a_busy_folder_stops_at_once(small_world, t
         return RateError(pid)
 
     with folder_lock(out, busy):
-        argv = ["study", "frontier", "--world", str(small_world), "--out", str(out)]
+        argv = ["world", "study", "frontier", "--world", str(small_world), "--out", str(out)]
         assert main([*argv, "--prompts", "2", "--per-prompt", "8"]) != 0
     assert "another frontier study" in capsys.readouterr().err
     assert not (out / "frontier.json").exists()
@@ -228,7 +228,7 @@ def test_a_policy_folder_that_is_not_one_stops_the_study_before_any_sampling(
     small_world, tmp_path, capsys
 ):
     out = tmp_path / "o"
-    argv = ["study", "frontier", "--world", str(small_world), "--out", str(out)]
+    argv = ["world", "study", "frontier", "--world", str(small_world), "--out", str(out)]
     assert main([*argv, "--policy", f"x={tmp_path / 'nowhere'}"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "nowhere: not a policy directory" in err[0]

@@ -1,4 +1,4 @@
-"""`rate tinyrlhf tilt` end to end on the small world, with its truth removed."""
+"""`rate world tilt` end to end on the small world, with its truth removed."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def test_the_tilt_command_forecasts_from_gold_without_the_truth(small_world, tmp
     wrapper.write_text(ZERO_WRAPPER)
     out = tmp_path / "out"
     run_rate(
-        ["tinyrlhf", "tilt", "--world", str(blind), "--wrapper", str(wrapper),
+        ["world", "tilt", "--world", str(blind), "--wrapper", str(wrapper),
          "--beta", "0.1", "0.05", "--tail-samples", "300", "--model-samples", "100",
          "--out", str(out)],
         tmp_path,
@@ -71,7 +71,7 @@ def test_the_tilt_command_forecasts_from_gold_without_the_truth(small_world, tmp
 
 def test_the_tilt_command_refuses_a_bad_beta(small_world, tmp_path):
     out = run_rate(
-        ["tinyrlhf", "tilt", "--world", str(small_world), "--beta", "0", "--out", str(tmp_path)],
+        ["world", "tilt", "--world", str(small_world), "--beta", "0", "--out", str(tmp_path)],
         tmp_path,
         check=False,
     )
@@ -81,7 +81,7 @@ def test_the_tilt_command_refuses_a_bad_beta(small_world, tmp_path):
 
 def test_the_tilt_command_refuses_negative_model_samples(small_world, tmp_path):
     out = run_rate(
-        ["tinyrlhf", "tilt", "--world", str(small_world), "--model-samples", "-1",
+        ["world", "tilt", "--world", str(small_world), "--model-samples", "-1",
          "--out", str(tmp_path)],
         tmp_path,
         check=False,

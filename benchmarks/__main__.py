@@ -131,7 +131,7 @@ def _main(argv: list[str] | None) -> int:
     )
     # 7 rounds, not 3: the published trainer on two spinning threads takes 13-14 s a round
     # mostly and 16-21 s now and then, and a median of 3 gave 2.58x where 7 gave 2.29x
-    # (experiments/RESULTS.md, "Faster RL: seven rounds"); the world section takes ~20 min.
+    # (experiments/rl_speed/README.md); the world section takes ~20 min.
     parser.add_argument(
         "--compare-rounds", type=int, default=7, help="interleaved rounds of that comparison"
     )

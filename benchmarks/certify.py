@@ -47,8 +47,8 @@ from tinyworld.data import LabelledSet
 from tinyworld.models import load_policy, load_reward_model
 from tinyworld.studies.certify import fresh_gold
 
-# The screens' larger gold set: rows per family (the sweep's of experiments/RESULTS.md ran on
-# 6,400 and 25,600), and the rounds of each arm.
+# The screens' larger gold set: rows per family (the sweeps of experiments/release/README.md
+# ran on 6,400 and 25,600), and the rounds of each arm.
 SCREEN_GOLD_PER_FAMILY = 6400
 SCREEN_ROUNDS = 2
 

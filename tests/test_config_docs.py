@@ -12,11 +12,6 @@ from rate.config_docs import config_yaml, reference_markdown, title_of
 from rate.schema import field_docs
 from tests.helpers import ROOT, run_rate
 
-BEGIN, END = (
-    "<!-- config reference: rate config --markdown -->",
-    "<!-- end of the config reference -->",
-)
-
 
 def test_every_key_has_help_and_a_type():
     docs = field_docs(Config)
@@ -45,11 +40,23 @@ def test_a_value_that_is_not_the_default_says_so():
     )
 
 
-def test_the_readme_reference_is_the_generated_one():
-    readme = (ROOT / "README.md").read_text()
-    assert BEGIN in readme and END in readme, "regenerate with `rate config --markdown`"
-    block = readme.split(BEGIN, 1)[1].split(END, 1)[0]
-    assert block.strip() == reference_markdown().strip()
+def _docs_hook():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "docs_hook", ROOT / "docs" / "hooks" / "generated.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_docs_reference_is_the_generated_one():
+    """The config reference moved from the README to the docs site, generated at build time;
+    the README points there."""
+    page = _docs_hook().config_reference()
+    assert reference_markdown().strip() in page
+    assert "reference/config" in (ROOT / "README.md").read_text()
 
 
 def test_rate_config_commands(tmp_path):
@@ -66,13 +73,10 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def test_the_readme_rl_reference_is_the_generated_one():
+def test_the_docs_rl_reference_is_the_generated_one():
     from tinyworld.rl import RLConfig
 
-    readme = (ROOT / "README.md").read_text()
-    begin = "<!-- RL config reference: rate.config_docs.reference_markdown(RLConfig) -->"
-    block = readme.split(begin, 1)[1].split("<!-- end of the RL config reference -->", 1)[0]
-    assert block.strip() == reference_markdown(RLConfig).strip()
+    assert reference_markdown(RLConfig).strip() in _docs_hook().config_reference()
     assert [d.key for d in field_docs(RLConfig) if not d.help.strip()] == []
 
 

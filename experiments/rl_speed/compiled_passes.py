@@ -15,7 +15,7 @@ CALLS (200) calls after 10 untimed:
 
 with the seconds each compilation took (the first call's, with inductor's cache as it stands)
 and the largest difference of the compiled results from the eager ones. Not kept in the
-trainer (experiments/RESULTS.md, "Faster RL: the passes compiled"). Run it with inductor's
+trainer (experiments/rl_speed/README.md). Run it with inductor's
 cache empty to see a first run's compile time: ``TORCHINDUCTOR_CACHE_DIR=$(mktemp -d)``.
 """
 

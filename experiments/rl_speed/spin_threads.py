@@ -7,8 +7,8 @@ of the trainer's one (``rate.parallel.single_thread`` is replaced for this proce
 its second thread (the reward model, the weight gradients) or everything in turn, and
 prints the mean ms a step. Run it in fresh processes, in turn, for each setting: OpenMP
 reads its environment once. Under spinning OpenMP the published trainer gains 1.6x from a
-second thread; this measures what ours would (experiments/RESULTS.md, "Faster RL on an
-Intel CPU"). Not kept in the trainer.
+second thread; this measures what ours would (experiments/RESULTS.md at commit 825f898,
+"Faster RL on an Intel CPU"). Not kept in the trainer.
 """
 
 import contextlib

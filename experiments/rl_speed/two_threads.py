@@ -14,7 +14,7 @@ in one process, twice in turn (noisy machines):
 
 With ``--prompts N`` it times a plain one-thread step on N prompts instead: run two such
 processes at once to see what two processes, each on half the batch, would cost. Not kept
-in the trainer: none of these was enough faster (experiments/RESULTS.md, "Faster RL").
+in the trainer: none of these was enough faster (experiments/rl_speed/README.md).
 """
 
 import argparse

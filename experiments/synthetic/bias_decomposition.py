@@ -6,8 +6,8 @@ For `tinyrlhf_dune_pa` and `tinyrlhf_ember_he`, draws N examples (default 50,000
 variant of the template's rewriter (the style map and the random edits, each alone and
 together), scores every completion with the reward model and the true quality, and prints
 RATE's ATT, ATU and ATE minus the truth over the whole pool: in raw units and in the SE of a
-2,000-example run (the pool's SE times sqrt(N / 2,000)). `experiments/RESULTS.md`, "Where the
-misses come from", shows the table.
+2,000-example run (the pool's SE times sqrt(N / 2,000)). `experiments/coverage/README.md`
+sums the table up.
 """
 
 from __future__ import annotations

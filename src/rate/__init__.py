@@ -9,7 +9,7 @@ import importlib
 
 __version__ = "0.1.0"
 
-# The Python API (README, "The Python API"), loaded on first use so that `import rate` (and
+# The Python API (docs/results.md), loaded on first use so that `import rate` (and
 # `rate --help`) loads neither pandas, numpy nor matplotlib: {name: module}.
 _EXPORTS = {
     "load_scored": "rate.api.data",

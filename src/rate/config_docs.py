@@ -2,8 +2,9 @@
 
 ``rate config`` prints it; ``rate config --yaml`` writes a complete, commented config (the
 experiment configs in experiments/ are exactly that, so their comments and defaults cannot
-drift from the code; a test regenerates them); ``rate config --markdown`` is the README's
-table. A value that differs from the code's default says so in its comment.
+drift from the code; a test regenerates them); ``rate config --markdown`` is the docs'
+config reference (docs/hooks/generated.py writes it when the site is built). A value that
+differs from the code's default says so in its comment.
 """
 
 from __future__ import annotations

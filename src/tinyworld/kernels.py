@@ -257,7 +257,8 @@ def weight_gradients_beside() -> Iterator[Callable[[], None]]:
     build): their backward passes are a chain of layers that waits on each input gradient,
     which leaves the weight gradients free to run beside. The world build's reward-model
     stage on this repository's AMD EPYC: 82 against 113 s, SFT 24 against 29 s, the same
-    weights to the bit (experiments/RESULTS.md, "The world build: weight gradients beside").
+    weights to the bit (experiments/rl_speed/README.md; experiments/RESULTS.md at commit
+    825f898, "The world build: weight gradients beside").
 
     Contract: each weight goes through :func:`linear` at most once per backward pass and
     through no other op (no tied weights: another op's gradient would be added into the same

@@ -209,9 +209,9 @@ class RLInputs:
 
 # Whether RL decodes in two halves (:class:`~tinyworld.sampling.TracedDecoding`), the
 # second on its second thread. Fixed per CPU, as the linear route is: measured faster on an
-# AMD EPYC (400 steps: median 8.15 against 9.02 s, experiments/RESULTS.md, "Faster RL: the
-# reward model traced on AMD, the decoding in halves"); on an Intel Xeon two threads
-# decoding halves were slower than one decoding the whole (6.0 against 4.5 ms, 2026-12-03),
+# AMD EPYC (400 steps: median 8.15 against 9.02 s, experiments/RESULTS.md at commit 825f898,
+# "Faster RL: the reward model traced on AMD, the decoding in halves"); on an Intel Xeon two
+# threads decoding halves were slower than one decoding the whole (6.0 against 4.5 ms, 2026-12-03),
 # so there a decoding stays whole. Either way a run's numbers do not depend on whether it
 # has a second thread.
 DECODE_IN_HALVES = cpu_vendor() != "GenuineIntel"
@@ -355,8 +355,9 @@ def train_rl(
 
     torch runs on one intra-op thread, wherever the run is: with OpenMP's threads sleeping
     between kernels (``rate`` sets OMP_WAIT_POLICY=PASSIVE, which shared machines need), a
-    second one made a step slower, not faster (experiments/RESULTS.md, "Faster RL: one
-    step"), and one makes a run's numbers the same alone, in a worker or beside other runs.
+    second one made a step slower, not faster (experiments/rl_speed/README.md;
+    experiments/RESULTS.md at commit 825f898, "Faster RL: one step"), and one makes a run's
+    numbers the same alone, in a worker or beside other runs.
     With ``second_thread`` (by default outside a pool's worker, whose siblings have the other
     CPUs) a second thread (:func:`side_thread`) decodes half of each step's prompts (where
     :data:`DECODE_IN_HALVES`), scores the samples with the reward model, and computes the
@@ -459,8 +460,8 @@ def _train(config: RLConfig, inputs: RLInputs, world: Path, out: Path, second_th
     # The second thread's jobs (two pools, never busy at once): half of each
     # decoding, the reward model's scores, and the policy's weight gradients while the
     # backward pass goes on (by then the scores are in). A run alone: 400 steps in 9.3-10.5
-    # against 10.6-13.2 s, the same run to the bit (experiments/RESULTS.md, "The world build:
-    # weight gradients beside").
+    # against 10.6-13.2 s, the same run to the bit (experiments/RESULTS.md at commit 825f898,
+    # "The world build: weight gradients beside").
     weights_beside = weight_gradients_beside() if second_thread else nullcontext(lambda: None)
     with (
         side_thread(second_thread) as submit,

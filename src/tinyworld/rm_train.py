@@ -29,7 +29,8 @@ def train_reward_model(
 ) -> tuple[RewardModel, list[dict]]:
     """Fit a fresh reward model to labels, torch on one thread (with OpenMP's threads sleeping
     between kernels, faster than two at these sizes: the world build's stage took 64 s against
-    94 s, experiments/RESULTS.md; and the same model whatever the machine's number of cores),
+    94 s, experiments/RESULTS.md at commit 825f898; and the same model whatever the
+    machine's number of cores),
     with the weight gradients on a second thread (:func:`weight_gradients_beside`: the same
     model to the bit, the world build's stage 82 against 113 s); returns it and per-epoch
     training loss."""

@@ -6,8 +6,8 @@ each kernel a few microseconds of work, so Python's share of a step is large, an
 model's thread waits on the same interpreter lock as the policy's. On one thread of an Intel
 Xeon, traced against eager: the decoding 4.81 against 5.76 ms, the reward model 6.25 against
 6.66, the reference's log-probs 2.75 against 3.03; a whole step ~13% less (``python -m
-benchmarks.rl_step`` times each pass both ways; experiments/RESULTS.md, "Faster RL: the
-passes as TorchScript traces").
+benchmarks.rl_step`` times each pass both ways; experiments/RESULTS.md at commit 825f898,
+"Faster RL: the passes as TorchScript traces").
 
 A trace records the kernels its first call ran, branches included (the linear route, the
 shapes), so :class:`Traced` keeps one per input shapes and route, and checks each one's first

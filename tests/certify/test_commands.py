@@ -634,7 +634,10 @@ def test_stricter_screens_choose_among_the_checkpoints_they_pass(tmp_path):
     # A missing file, or the files given the wrong way round: one line that names them.
     for pair, said in (
         (["missing.json", "sweep.md"], "missing.json: cannot read"),
-        (["sweep.md", "truth.json"], "sweep.md, truth.json: not a `rate world study sweep-truth` JSON"),
+        (
+            ["sweep.md", "truth.json"],
+            "sweep.md, truth.json: not a `rate world study sweep-truth` JSON",
+        ),
     ):
         bad = subprocess.run(
             [sys.executable, str(script), *pair], capture_output=True, text=True, cwd=tmp_path

@@ -157,7 +157,8 @@ def token_effects_by_position(
 
     RL writes a shortcut token where the RM pays it most: in the default world the RM pays
     dune's ``pa`` 1.33-1.49 by position, and a run corrected by the mean over positions put it
-    at the best-paid one in two thirds of its responses (experiments/RESULTS.md).
+    at the best-paid one in two thirds of its responses (experiments/release/README.md; the
+    measurement: experiments/RESULTS.md at commit 825f898).
     """
     valid = responses[:, :, None] != torch.arange(S)  # (N, 8, S)
     means, ses = [], []

@@ -141,7 +141,8 @@ class Certifier:
     """Certifies policies against one gold set. What does not depend on the new policy (the
     reference's log-probabilities and the corrected reward of every gold response) is computed
     on first use and kept: a sweep screens 40-odd checkpoints against one set, and at 25,600
-    rows per family those passes took most of each screen (experiments/RESULTS.md)."""
+    rows per family those passes took most of each screen (experiments/RESULTS.md at commit
+    825f898)."""
 
     gold: LabelledSet
     reference: Policy
@@ -198,7 +199,7 @@ class Certifier:
         samples the DR's outcome model averages over: from the same samples, the certificates
         that answer near the KL floor would be those whose samples moved least, whose model
         term runs low (at kl05-s800's dune, 0.137 where it answered against 0.165 where it
-        abstained, with the truth at 0.242; experiments/RESULTS.md)."""
+        abstained, with the truth at 0.242; experiments/RESULTS.md at commit 825f898)."""
         gold, reference = self.gold, self.reference
         gen = torch.Generator().manual_seed(settings.seed)
         fresh = pool_from_records(

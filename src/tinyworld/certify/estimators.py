@@ -24,7 +24,8 @@ import numpy as np
 # the estimate are most likely absent from the sample, which makes the sample ESS look fine.
 # Both floors were chosen on 60 gold sets of the default world's runs (seeds apart from the
 # coverage study's): cells with a sample ESS of 8-12 covered the truth 64-69% of the time
-# (most at 10-12 had n * exp(-KL) near 10); the cells both floors keep, 94% (RESULTS.md).
+# (most at 10-12 had n * exp(-KL) near 10); the cells both floors keep, 94%
+# (experiments/RESULTS.md at commit 825f898).
 ESS_MIN = 10.0
 SUPPORT_MIN = 15.0
 LEVEL = 0.95
@@ -95,7 +96,8 @@ def outcome_design(
     it subtracts eight single ``pa`` excesses from a response of eight ``pa``, which the RM
     pays less than that; a policy that writes them has fresh corrected rewards far below any
     gold row's (12-21% of dune's samples at kl05-s800, down to -1.9 against the gold's -0.3),
-    and the line carried that error into the estimate (-0.086 in dune; experiments/RESULTS.md).
+    and the line carried that error into the estimate (-0.086 in dune;
+    experiments/RESULTS.md at commit 825f898).
     The log weight is not bounded: its trend is what carries the estimate to where a moved
     policy goes, and bounding it too brought back the low bias at the edge (the same study:
     91.9% coverage, against 94.6% with the reward alone bounded)."""
@@ -205,7 +207,7 @@ def pooled_half_width(ses: list[float], dfs: list[float], level: float = LEVEL) 
     average and only noisy. Here a family's t (ESS - 1 degrees of freedom) stands in for a
     bootstrap SE that runs low on a weighted mean of a few dozen effective samples, a shortfall
     that does not average away over the families (the studentised error's SD is 1.05-1.2 on
-    moved policies: experiments/RESULTS.md)."""
+    moved policies: experiments/release/README.md)."""
     widened = [t_quantile(level, df) * se for se, df in zip(ses, dfs, strict=True)]
     return float(np.sqrt(np.sum(np.square(widened)))) / len(widened)
 

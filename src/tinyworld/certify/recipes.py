@@ -92,7 +92,8 @@ def refined_kl(candidates: list[dict], selection: str) -> float | None:
     qualified at step 200 only, and the choice was kl 0.05 at step 1,200; nothing between them
     was tried). Why above when nothing was tried below: with 25,600 rows per family and RL
     seed 1, the variant world's grid chose kl 0.03 at step 400 (true 0.533) and stopped
-    there; the sweeps of seed 0 found 0.548-0.551 at kl 0.032-0.0341 (experiments/RESULTS.md)."""
+    there; the sweeps of seed 0 found 0.548-0.551 at kl 0.032-0.0341
+    (experiments/release/README.md)."""
     chosen, _ = choose(candidates, selection)
     if chosen is None:
         return None

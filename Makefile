@@ -20,15 +20,16 @@ WAIT_FLAG = $(if $(or $(WAIT),$(word 2,$(STAGE_GOALS))),--wait)
 STAGE = $(if $(PARTITION),$(VENV)/bin/rate submit $(1) $(WAIT_FLAG),$(VENV)/bin/rate $(2))
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo audit-demo demo-text test test-fast fixture bench lint format docs clean \
-	create_dataset score_dataset treatment_effects plots pipeline sweep smoke synthetic semisynthetic-text coverage validate \
-	faults matrix release-study sweep-study certify-coverage-study gold-plan-study tilt-study \
-	frontier-study gpu-check
+.PHONY: help setup demo audit-demo demo-text test test-fast world-build bench lint format docs clean \
+	create_dataset score_dataset treatment_effects plots pipeline sweep smoke world-study-synthetic study-semisynthetic-text world-study-coverage validate \
+	faults matrix world-study-release sweep-study world-study-certify-coverage gold-plan-study world-study-tilt \
+	world-study-frontier gpu-check \
+	fixture synthetic coverage semisynthetic-text release-study tilt-study frontier-study certify-coverage-study
 
 help: ## list the targets and the variables they take
 	@echo "Targets:"
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | \
-		awk 'BEGIN {FS = ":.*## "}; {printf "  %-18s %s\n", $$1, $$2}'
+		awk 'BEGIN {FS = ":.*## "}; {printf "  %-30s %s\n", $$1, $$2}'
 	@echo "Variables (make TARGET VAR=value; also read from .env):"
 	@echo "  CONFIG             the experiment config of the stage targets (now: $(CONFIG))"
 	@echo "  STAGE_ARGS         more arguments of the stage targets, e.g. STAGE_ARGS='--set smoke_test=true'"
@@ -38,7 +39,7 @@ help: ## list the targets and the variables they take
 	@echo "  SECTIONS, WORLD    make bench: the sections to run, a built world to reuse"
 	@echo "  WORLD, WRAPPER     make tilt-study: the world, a reward wrapper .py (MAX_N: oracle samples;"
 	@echo "                     PROPOSALS: REWARD:BETA=DIR ..., policies the oracle also samples);"
-	@echo "                     make release-study: the world"
+	@echo "                     make world-study-release: the world"
 	@echo "  POLICIES           make certify-coverage-study: more policies, 'NAME=DIR ...'"
 	@echo "  GOLD, POLICIES     make gold-plan-study: gold rows per family, the policies ('NAME=DIR ...')"
 	@echo "  VENV               the virtual environment (now: $(VENV))"
@@ -103,47 +104,47 @@ smoke: $(STAMP) ## the four stages as a smoke test: experiments/smoke.yaml, or C
 validate: $(STAMP) ## check every template, the config and the sweep grids
 	$(VENV)/bin/rate validate --config $(CONFIG) $(foreach g,$(wildcard experiments/sweeps/*.yaml),--sweep $(g))
 
-synthetic: $(STAMP) ## the paper's two semi-synthetic experiments on the tiny world
+world-study-synthetic: $(STAMP) ## the paper's two semi-synthetic experiments on the tiny world
 	$(VENV)/bin/rate world study synthetic
 
-semisynthetic-text: $(STAMP) ## the paper's semi-synthetic length experiment on real drug reviews, offline
+study-semisynthetic-text: $(STAMP) ## the paper's semi-synthetic length experiment on real drug reviews, offline
 	$(VENV)/bin/rate study semisynthetic-text $(SEMISYNTHETIC_ARGS)
 
-coverage: $(STAMP) ## interval coverage over 200 samples against the population truth
+world-study-coverage: $(STAMP) ## interval coverage over 200 samples against the population truth
 	$(VENV)/bin/rate world study coverage --template tinyrlhf_dune_pa --bootstrap 1000
 	$(VENV)/bin/rate world study coverage --template tinyrlhf_ember_he --bootstrap 1000
 
 STUDY_WORLD ?= $(or $(WORLD),$(PROJECT_DIR)/tinyrlhf/world)
-release-study: $(STAMP) ## no, ridge, our and the oracle correction, R1 and R2, three seeds, against the truth (WORLD=dir; 5 minutes on 2 cores)
+world-study-release: $(STAMP) ## no, ridge, our and the oracle correction, R1 and R2, three seeds, against the truth (WORLD=dir; 5 minutes on 2 cores)
 	$(VENV)/bin/rate world study release --world $(STUDY_WORLD) --out $(RELEASE_OUT)
 
 RELEASE_OUT = $(PROJECT_DIR)/release_study/$(notdir $(abspath $(STUDY_WORLD)))
 SWEEP_OUT = $(RELEASE_OUT)/sweep$(if $(GOLD_FILE),_$(basename $(notdir $(GOLD_FILE))))
-sweep-study: $(STAMP) ## the recipe sweep with our correction (after release-study), its choice against the truth (WORLD=dir; GOLD_FILE=a larger gold set from `rate world study gold`)
+sweep-study: $(STAMP) ## the recipe sweep with our correction (after world-study-release), its choice against the truth (WORLD=dir; GOLD_FILE=a larger gold set from `rate world study gold`)
 	$(VENV)/bin/rate world recipe-sweep --world $(STUDY_WORLD) --wrapper $(RELEASE_OUT)/wrappers/ours.py \
 		--kl 0.2,0.1,0.05,0.03 --steps 1200 --save-every 200 --refine 3 --out $(SWEEP_OUT) \
 		$(if $(GOLD_FILE),--gold $(GOLD_FILE))
 	$(VENV)/bin/rate world study sweep-truth --world $(STUDY_WORLD) --sweep $(SWEEP_OUT)
 
-certify-coverage-study: $(STAMP) ## certification against the truth over 200 fresh gold sets: the world's runs, release-study's seed-0 runs, the reference (WORLD=dir; POLICIES='NAME=DIR ...' more; 30 minutes)
+world-study-certify-coverage: $(STAMP) ## certification against the truth over 200 fresh gold sets: the world's runs, world-study-release's seed-0 runs, the reference (WORLD=dir; POLICIES='NAME=DIR ...' more; 30 minutes)
 	$(VENV)/bin/rate world study certify-coverage --world $(STUDY_WORLD) --wrapper $(RELEASE_OUT)/wrappers/ours.py \
 		--sets 200 --out $(RELEASE_OUT)/certify_coverage --policy reference=$(STUDY_WORLD)/policy \
 		$(foreach c,$(wildcard $(STUDY_WORLD)/runs/*/checkpoint),--policy $(notdir $(c:/checkpoint=))=$(c)) \
 		$(foreach c,$(wildcard $(RELEASE_OUT)/runs/*-s0/checkpoint),--policy $(notdir $(c:-s0/checkpoint=))=$(c)) \
 		$(foreach p,$(POLICIES),--policy $(p))
 
-gold-plan-study: $(STAMP) ## the certificate's gold plan against 100 fresh gold sets of GOLD rows per family (WORLD=dir, GOLD=n, POLICIES='NAME=DIR ...'; after release-study)
+gold-plan-study: $(STAMP) ## the certificate's gold plan against 100 fresh gold sets of GOLD rows per family (WORLD=dir, GOLD=n, POLICIES='NAME=DIR ...'; after world-study-release)
 	@test -n "$(GOLD)" -a -n "$(POLICIES)" || { echo "make gold-plan-study: give GOLD=rows per family and POLICIES='NAME=DIR ...'"; exit 2; }
 	$(VENV)/bin/rate world study certify-coverage --world $(STUDY_WORLD) --wrapper $(RELEASE_OUT)/wrappers/ours.py \
 		--sets 100 --gold-per-family $(GOLD) --truth-per-family 40000 --out $(RELEASE_OUT)/gold_plan_$(GOLD) \
 		$(foreach p,$(POLICIES),--policy $(p))
 	$(PY) experiments/release/gold_plan_check.py $(RELEASE_OUT)/gold_plan_$(GOLD)
 
-tilt-study: $(STAMP) ## the tilt forecast's signs against the oracle's pi_beta (WORLD=dir, WRAPPER=file.py, PROPOSALS)
+world-study-tilt: $(STAMP) ## the tilt forecast's signs against the oracle's pi_beta (WORLD=dir, WRAPPER=file.py, PROPOSALS)
 	$(VENV)/bin/rate world study tilt --world $(STUDY_WORLD) $(if $(WRAPPER),--wrapper $(WRAPPER)) \
 		$(if $(MAX_N),--max-n $(MAX_N)) $(foreach p,$(PROPOSALS),--proposal $(p)) --out experiments/tilt
 
-frontier-study: $(STAMP) ## the best true quality the gold labels can still certify (WORLD=dir)
+world-study-frontier: $(STAMP) ## the best true quality the gold labels can still certify (WORLD=dir)
 	$(VENV)/bin/rate world study frontier --world $(STUDY_WORLD) --out $(RELEASE_OUT)/frontier
 
 test: $(STAMP) ## run the full test suite, slow tests included (what CI runs)
@@ -160,7 +161,7 @@ faults: $(STAMP) ## the fault suite: concurrent runs, kills and reruns, a full d
 matrix: $(STAMP) ## the failure-scenario matrix: each scenario, what is expected, what happened
 	$(PY) -m tests.faults.matrix
 
-fixture: $(STAMP) ## build the tiny RLHF world into PROJECT_DIR/tinyrlhf/world
+world-build: $(STAMP) ## build the tiny RLHF world into PROJECT_DIR/tinyrlhf/world
 	$(VENV)/bin/rate world build --out $(PROJECT_DIR)/tinyrlhf/world
 
 bench: $(STAMP) ## run the benchmarks and write BENCHMARKS.md (SECTIONS=scoring, WORLD=dir)
@@ -183,3 +184,30 @@ format: ## fix lint where safe and reformat with ruff
 clean: ## remove build artefacts and caches (never data in PROJECT_DIR)
 	rm -rf build dist site src/*.egg-info .pytest_cache .ruff_cache tests/.cache
 	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -exec rm -rf {} +
+
+# Old target names (make target = the command it runs: `make world-build` runs `rate world build`):
+# each still works and says its new name.
+fixture:
+	@echo "make fixture is now make world-build; the old name still works for now" >&2
+	@$(MAKE) --no-print-directory world-build
+synthetic:
+	@echo "make synthetic is now make world-study-synthetic; the old name still works for now" >&2
+	@$(MAKE) --no-print-directory world-study-synthetic
+coverage:
+	@echo "make coverage is now make world-study-coverage; the old name still works for now" >&2
+	@$(MAKE) --no-print-directory world-study-coverage
+semisynthetic-text:
+	@echo "make semisynthetic-text is now make study-semisynthetic-text; the old name still works for now" >&2
+	@$(MAKE) --no-print-directory study-semisynthetic-text
+release-study:
+	@echo "make release-study is now make world-study-release; the old name still works for now" >&2
+	@$(MAKE) --no-print-directory world-study-release
+tilt-study:
+	@echo "make tilt-study is now make world-study-tilt; the old name still works for now" >&2
+	@$(MAKE) --no-print-directory world-study-tilt
+frontier-study:
+	@echo "make frontier-study is now make world-study-frontier; the old name still works for now" >&2
+	@$(MAKE) --no-print-directory world-study-frontier
+certify-coverage-study:
+	@echo "make certify-coverage-study is now make world-study-certify-coverage; the old name still works for now" >&2
+	@$(MAKE) --no-print-directory world-study-certify-coverage

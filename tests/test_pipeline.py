@@ -170,7 +170,7 @@ def test_scoring_the_same_reward_key_twice_is_refused(stages, small_world):
 def test_missing_world_is_a_clear_error(tmp_path):
     out = run_rate(["create_dataset", "--config", SMOKE], tmp_path, check=False)
     assert out.returncode == 2
-    assert "no tiny RLHF world at" in out.stderr and "make fixture" in out.stderr
+    assert "no tiny RLHF world at" in out.stderr and "make world-build" in out.stderr
     assert not (tmp_path / "data").exists() or not any((tmp_path / "data").rglob("*.json"))
 
 

@@ -2,7 +2,7 @@
 
     python experiments/synthetic/typo_contexts.py WORLD
 
-`make synthetic`'s typo sweep (b) turns two positions of a share of the W=1 originals into
+`make world-study-synthetic`'s typo sweep (b) turns two positions of a share of the W=1 originals into
 'ga', which the rewriter's style map always writes as 'ka'. Its truth compares each original,
 'ga' and all, with its perfect rewrite (W flipped, nothing else). RATE compares two rewriter
 outputs, where each 'ga' is already a 'ka'. Where the reward model pays W differently beside a

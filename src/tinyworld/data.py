@@ -26,7 +26,7 @@ def require_world(world: Path) -> Path:
     """``world`` if a built world is there, else an error that says how to get one."""
     if not (Path(world) / "world_info.json").is_file():
         raise DataFileError(
-            f"no tiny RLHF world at {world}; build it with `make fixture` (or `rate demo`), or "
+            f"no tiny RLHF world at {world}; build it with `make world-build` (or `rate demo`), or "
             "point RATE_WORLD (or the template's 'world' option) at one"
         )
     return Path(world)

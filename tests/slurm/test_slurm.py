@@ -219,7 +219,7 @@ def test_failure_description_names_job_log_and_the_error(tmp_path):
     log.write_text(
         "rate: job 41 (create_dataset) on vm\n"
         "2026 INFO rate: starting\n"
-        "rate: error: no tiny RLHF world at /x; build it with `make fixture`\n"
+        "rate: error: no tiny RLHF world at /x; build it with `make world-build`\n"
         "rate: job 41 ended with exit status 2\n"
     )
     text = describe_task(TaskState("41", "FAILED", "2:0"), "create_dataset", "41", tmp_path)

@@ -37,10 +37,10 @@ help: ## list the targets and the variables they take
 	@echo "  PARTITION          set: the stage targets submit SLURM jobs to this partition"
 	@echo "  WAIT               WAIT=1: a single submitted stage waits for its job"
 	@echo "  SECTIONS, WORLD    make bench: the sections to run, a built world to reuse"
-	@echo "  WORLD, WRAPPER     make tilt-study: the world, a reward wrapper .py (MAX_N: oracle samples;"
+	@echo "  WORLD, WRAPPER     make world-study-tilt: the world, a reward wrapper .py (MAX_N: oracle samples;"
 	@echo "                     PROPOSALS: REWARD:BETA=DIR ..., policies the oracle also samples);"
 	@echo "                     make world-study-release: the world"
-	@echo "  POLICIES           make certify-coverage-study: more policies, 'NAME=DIR ...'"
+	@echo "  POLICIES           make world-study-certify-coverage: more policies, 'NAME=DIR ...'"
 	@echo "  GOLD, POLICIES     make gold-plan-study: gold rows per family, the policies ('NAME=DIR ...')"
 	@echo "  VENV               the virtual environment (now: $(VENV))"
 

@@ -9,12 +9,14 @@ import json
 import logging
 from pathlib import Path
 
+from rate.cli_args import add_out_argument
 from rate.errors import RateError
 from rate.io import atomic_write_json, write_jsonl
 from rate.parallel import add_jobs_argument
 from rate.plugins import Commands
 from tinyworld.audit import cli as audit_cli
 from tinyworld.certify import cli as certify_cli
+from tinyworld.cli_args import add_world_argument
 from tinyworld.studies import cli as study_cli
 from tinyworld.tilt import cli as tilt_cli
 
@@ -70,9 +72,7 @@ COMMANDS = Commands(register, ALIASES)
 
 def add_demos(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="the main job: RATE on the tiny world, checked against truth")
-    p.add_argument(
-        "--world", type=Path, help="world directory (default: PROJECT_DIR/tinyrlhf/world)"
-    )
+    add_world_argument(p, "default: PROJECT_DIR/tinyrlhf/world")
     p.add_argument("--small", action="store_true", help="use the small world (seconds, for tests)")
     p.add_argument("--config", type=Path, default=DEMO_CONFIG, help="base experiment config")
     p.add_argument("--smoke", action="store_true", help="smoke-test sizes (60 examples)")
@@ -86,9 +86,9 @@ def add_demos(sub: argparse._SubParsersAction) -> None:
         help="the release story on the tiny world: audit, wrapper, corrected RL, certification, "
         "assessment, against the truth",
     )
-    a.add_argument("--world", type=Path, help="default: PROJECT_DIR/tinyrlhf/world")
+    add_world_argument(a, "default: PROJECT_DIR/tinyrlhf/world")
     a.add_argument("--small", action="store_true", help="the small world (for tests)")
-    a.add_argument("--out", type=Path, help="default: PROJECT_DIR/audit_demo (a rerun reuses it)")
+    add_out_argument(a, "default: PROJECT_DIR/audit_demo (a rerun reuses it)")
     a.add_argument("--steps", type=int, help="RL steps of the corrected run (default: 800)")
     a.add_argument("--per-family", type=int, default=500, help="evaluation prompts per family")
     a.set_defaults(func=cmd_audit_demo)
@@ -111,7 +111,7 @@ def cmd_audit_demo(args: argparse.Namespace) -> int:
 def add_world_commands(tiny: argparse._SubParsersAction) -> None:
 
     b = tiny.add_parser("build", help="build a world (policy, reward model, data, earlier runs)")
-    b.add_argument("--out", type=Path, required=True, help="directory to create")
+    add_out_argument(b, "directory to create", required=True)
     which = b.add_mutually_exclusive_group()
     which.add_argument("--config", type=Path, help="world config JSON (default: the packaged one)")
     which.add_argument(
@@ -126,11 +126,8 @@ def add_world_commands(tiny: argparse._SubParsersAction) -> None:
     b.set_defaults(func=cmd_build)
 
     r = tiny.add_parser("rl", help="KL-regularised REINFORCE against a reward model")
-    r.add_argument(
-        "--world",
-        type=Path,
-        default=Path("."),
-        help="world directory (paths in the config are relative to it)",
+    add_world_argument(
+        r, "paths in the config are relative to it (default: the current folder)", default=Path(".")
     )
     r.add_argument("--config", type=Path, help="RL config JSON (default: built-in defaults)")
     r.add_argument(
@@ -144,7 +141,7 @@ def add_world_commands(tiny: argparse._SubParsersAction) -> None:
         "--set kl_coef=0.05; `rate world rl --keys` lists them",
     )
     r.add_argument("--keys", action="store_true", help="list the config keys and stop")
-    r.add_argument("--out", type=Path, help="run directory")
+    add_out_argument(r, "run directory")
     r.add_argument("--overwrite", action="store_true")
     r.set_defaults(func=cmd_rl)
 
@@ -152,7 +149,7 @@ def add_world_commands(tiny: argparse._SubParsersAction) -> None:
     s.add_argument(
         "--data", type=Path, required=True, help="JSONL rows with prompt fields and 'response'"
     )
-    s.add_argument("--out", type=Path, required=True)
+    add_out_argument(s, required=True)
     s.add_argument("--epochs", type=int, default=10)
     s.add_argument("--lr", type=float, default=2e-3)
     s.add_argument("--batch-size", type=int, default=256)
@@ -163,7 +160,7 @@ def add_world_commands(tiny: argparse._SubParsersAction) -> None:
     m.add_argument(
         "--data", type=Path, required=True, help="JSONL rows with 'response' and 'label'"
     )
-    m.add_argument("--out", type=Path, required=True)
+    add_out_argument(m, required=True)
     m.add_argument("--epochs", type=int, default=40)
     m.add_argument("--lr", type=float, default=2e-3)
     m.add_argument("--batch-size", type=int, default=128)
@@ -177,26 +174,26 @@ def add_world_commands(tiny: argparse._SubParsersAction) -> None:
     n.add_argument("--n", type=int, default=8)
     n.add_argument("--temperature", type=float, default=1.0)
     n.add_argument("--seed", type=int, default=0)
-    n.add_argument("--out", type=Path, required=True, help="JSONL with response and rm_score")
+    add_out_argument(n, "JSONL with response and rm_score", required=True)
     n.set_defaults(func=cmd_best_of_n)
 
     d = tiny.add_parser("dev-eval", help="development evaluation of a checkpoint (no ground truth)")
     d.add_argument("--policy", type=Path, required=True)
-    d.add_argument("--world", type=Path, default=Path("."))
-    d.add_argument("--out", type=Path, help="write the JSON here as well as printing it")
+    add_world_argument(d, "default: the current folder", default=Path("."))
+    add_out_argument(d, "write the JSON here as well as printing it")
     d.set_defaults(func=cmd_dev_eval)
 
     e = tiny.add_parser("evaluate", help="true quality beside proxy reward and KL, per family")
     e.add_argument("--policy", type=Path, required=True, help="a policy or checkpoint directory")
-    e.add_argument("--world", type=Path, help="world directory (default: found above --policy)")
+    add_world_argument(e, "default: found above --policy")
     e.add_argument("--per-family", type=int, default=500, help="evaluation prompts per family")
     e.add_argument("--json", action="store_true", help="print JSON instead of a table")
     e.set_defaults(func=cmd_evaluate)
 
     st = tiny.add_parser("stats", help="a built world against the published one (uses the truth)")
-    st.add_argument("--world", type=Path, required=True)
+    add_world_argument(st, required=True)
     st.add_argument("--per-family", type=int, default=500, help="evaluation prompts per family")
-    st.add_argument("--out", type=Path, help="also write the full statistics as JSON here")
+    add_out_argument(st, "also write the full statistics as JSON here")
     st.set_defaults(func=cmd_stats)
 
 

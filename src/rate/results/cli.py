@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rate.cli_args import add_out_argument
 from rate.results import FORMATS
 
 
@@ -55,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=FORMATS,
         help="default: from --out's suffix (.md, .csv, .json), else markdown",
     )
-    p.add_argument("--out", type=Path, help="write the table to this file (else stdout)")
+    add_out_argument(p, "write the table to this file (else stdout)")
     p.add_argument(
         "--record",
         action="store_true",

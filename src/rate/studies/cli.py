@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
+from rate.cli_args import add_out_argument
 from rate.settings import project_dir
 
 
@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--repeats", type=int, default=1, help="draws per level, averaged")
     t.add_argument("--pool", type=int, help="reviews drawn before dropping neutral ones; all")
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--out", type=Path, help="default: PROJECT_DIR/plots/semisynthetic_text")
+    add_out_argument(t, "default: PROJECT_DIR/plots/semisynthetic_text")
     t.set_defaults(func=cmd_semisynthetic_text)
 
 

@@ -9,7 +9,9 @@ import argparse
 import json
 from pathlib import Path
 
+from rate.cli_args import add_out_argument
 from rate.store import Layout, timestamp
+from tinyworld.cli_args import add_world_argument
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "beyond what experts support (reads no ground truth)",
         description=__doc__,
     )
-    p.add_argument("--world", type=Path, help="a built world (its analyst-visible files)")
+    add_world_argument(p, "its analyst-visible files")
     p.add_argument(
         "--reward-model", type=Path, help="the reward model (default: WORLD/reward_model)"
     )
@@ -32,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="the portable diagnostic: no expert labels (a token's quality effect is only bounded)",
     )
-    p.add_argument("--out", type=Path, help="the audit's JSON (with .csv, .md and .png beside)")
+    add_out_argument(p, "the audit's JSON (with .csv, .md and .png beside)")
     p.add_argument(
         "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
         help="an audit setting, e.g. --set margin=0.1 (see `rate world audit --settings`)",

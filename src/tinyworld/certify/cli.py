@@ -10,8 +10,10 @@ import argparse
 import json
 from pathlib import Path
 
+from rate.cli_args import add_out_argument
 from rate.errors import ConfigError
 from rate.parallel import add_jobs_argument
+from tinyworld.cli_args import add_world_argument
 
 
 def named_paths(
@@ -81,10 +83,10 @@ def register(tiny: argparse._SubParsersAction) -> None:
         "gold_calib.jsonl and --policy; writes OUT.json and OUT.md. Example: rate world "
         "certify --world W --policy W/runs/default-s800/checkpoint --wrapper ours.py",
     )
-    c.add_argument("--world", type=Path, required=True)
+    add_world_argument(c, required=True)
     c.add_argument("--policy", type=Path, required=True, help="a policy or checkpoint directory")
     c.add_argument("--gold", type=Path, help="gold labels (default: WORLD/data/gold_calib.jsonl)")
-    c.add_argument("--out", type=Path, help="write OUT.json and OUT.md (a path without suffix)")
+    add_out_argument(c, "write OUT.json and OUT.md (a path without suffix)")
     _settings_arguments(c)
     c.set_defaults(func=cmd_certify)
 
@@ -95,12 +97,12 @@ def register(tiny: argparse._SubParsersAction) -> None:
         "JSON and the gold labels; writes OUT/assessment.json and OUT/assessment.md. Example: "
         "rate world assess --world W --audit audit.json --wrapper ours.py --out W/assessment",
     )
-    a.add_argument("--world", type=Path, required=True)
+    add_world_argument(a, required=True)
     a.add_argument(
         "--audit", type=Path, required=True, help="a `rate world audit` JSON (its flags)"
     )
     a.add_argument("--policy", action="append", default=[], metavar="NAME=DIR")
-    a.add_argument("--out", type=Path, required=True, help="output folder")
+    add_out_argument(a, "output folder", required=True)
     a.add_argument(
         "--gold",
         type=Path,
@@ -122,11 +124,11 @@ def register(tiny: argparse._SubParsersAction) -> None:
         "Example: rate world recipe-sweep --world W --wrapper ours.py --kl 0.1,0.05 --steps 1200 "
         "--save-every 400 --out W/sweep",
     )
-    s.add_argument("--world", type=Path, required=True)
+    add_world_argument(s, required=True)
     s.add_argument("--kl", default="0.1,0.05,0.03", help="kl_coef values, comma-separated")
     s.add_argument("--steps", type=int, default=1200)
     s.add_argument("--save-every", type=int, default=300)
-    s.add_argument("--out", type=Path, required=True)
+    add_out_argument(s, required=True)
     s.add_argument(
         "--selection",
         choices=("label-free", "split"),

@@ -8,8 +8,10 @@ import logging
 import math
 from pathlib import Path
 
+from rate.cli_args import add_out_argument
 from rate.parallel import add_jobs_argument
 from rate.settings import project_dir
+from tinyworld.cli_args import add_world_argument
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="where the worlds are (built there, without RL runs, when missing; default: "
         "PROJECT_DIR/tinyrlhf/audit_worlds)",
     )
-    a.add_argument("--out", type=Path, help="output folder (default: PROJECT_DIR/audit/study)")
+    add_out_argument(a, "output folder (default: PROJECT_DIR/audit/study)")
     a.add_argument(
         "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
         help="an audit setting (rate world audit --settings)",
@@ -56,8 +58,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="RL with no, the ridge, our and the oracle correction, at two recipes, checked "
         "against the truth",
     )
-    r.add_argument("--world", type=Path, required=True, help="a built world")
-    r.add_argument("--out", type=Path, required=True, help="folder of the runs (a rerun resumes)")
+    add_world_argument(r, required=True)
+    add_out_argument(r, "folder of the runs (a rerun resumes)", required=True)
     r.add_argument("--seeds", default="0,1,2", help="RL seeds, comma-separated")
     r.add_argument("--recipes", default="R1,R2", help="R1 (kl 0.1, 800 steps), R2 (0.05, 1,200)")
     r.add_argument("--corrections", default="none,ridge,ours,oracle")
@@ -70,7 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "certify-coverage",
         help="certification intervals over many fresh gold sets, against the true quality",
     )
-    v.add_argument("--world", type=Path, required=True)
+    add_world_argument(v, required=True)
     v.add_argument("--policy", action="append", required=True, metavar="NAME=DIR")
     v.add_argument("--wrapper", type=Path, help="the reward wrapper the certification uses")
     v.add_argument("--sets", type=int, default=200, help="fresh gold sets")
@@ -78,7 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument(
         "--gold-per-family", type=int, default=100, help="rows per family of each gold set"
     )
-    v.add_argument("--out", type=Path, required=True)
+    add_out_argument(v, required=True)
     v.set_defaults(func=cmd_certify_coverage)
 
     g = study.add_parser(
@@ -88,18 +90,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         "WORLD/data/gold_calib.jsonl, for `rate world certify|assess --gold`. Example: rate "
         "study gold --world W --per-family 600 --out gold600.jsonl",
     )
-    g.add_argument("--world", type=Path, required=True)
+    add_world_argument(g, required=True)
     g.add_argument("--per-family", type=int, required=True, help="rows per family")
     g.add_argument(
         "--seed", type=int, default=30_000, help="default 30000 (the coverage study's sets: 20000+)"
     )
-    g.add_argument("--out", type=Path, required=True, help="the .jsonl to write (must not exist)")
+    add_out_argument(g, "the .jsonl to write (must not exist)", required=True)
     g.set_defaults(func=cmd_gold)
 
     x = study.add_parser(
         "assess-truth", help="a `rate world assess`'s decisions against the oracle's rule"
     )
-    x.add_argument("--world", type=Path, required=True)
+    add_world_argument(x, required=True)
     x.add_argument("--assessment", type=Path, required=True, help="its folder (assessment.json)")
     x.add_argument("--per-family", type=int, default=500, help="evaluation prompts per family")
     x.set_defaults(func=cmd_assess_truth)
@@ -107,13 +109,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     w = study.add_parser(
         "sweep-truth", help="a `rate world recipe-sweep`'s checkpoints and choice against the truth"
     )
-    w.add_argument("--world", type=Path, required=True)
+    add_world_argument(w, required=True)
     w.add_argument("--sweep", type=Path, required=True, help="the sweep's folder (sweep.json)")
     w.add_argument("--per-family", type=int, default=500, help="evaluation prompts per family")
     w.set_defaults(func=cmd_sweep_truth)
 
     ti = study.add_parser("tilt", help="the tilt forecast's signs against the oracle's pi_beta")
-    ti.add_argument("--world", type=Path, required=True, help="a built world")
+    add_world_argument(ti, required=True)
     ti.add_argument("--wrapper", type=Path, help="a reward wrapper .py: also the corrected reward")
     ti.add_argument("--beta", type=float, nargs="+", default=[0.1, 0.05])
     ti.add_argument("--max-n", type=int, default=200_000, help="oracle samples per family, at most")
@@ -121,7 +123,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ti.add_argument(
         "--model-samples", type=int, default=10_000, help="model forecast's samples per rung"
     )
-    ti.add_argument("--out", type=Path, default=Path("experiments/tilt"))
+    add_out_argument(ti, default=Path("experiments/tilt"))
     ti.add_argument(
         "--proposal",
         action="append",
@@ -136,7 +138,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "frontier",
         help="the highest true quality a policy can reach while gold labels can still certify it",
     )
-    fr.add_argument("--world", type=Path, required=True, help="a built world")
+    add_world_argument(fr, required=True)
     fr.add_argument("--prompts", type=int, default=128, help="fresh prompts per family")
     fr.add_argument("--per-prompt", type=int, default=4096, help="reference samples per prompt")
     fr.add_argument(
@@ -151,13 +153,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a policy to set beside the best true quality at its own KL; repeat for more",
     )
     fr.add_argument("--per-family", type=int, default=500, help="a policy's evaluation prompts")
-    fr.add_argument("--out", type=Path, required=True, help="folder for frontier.{json,md}")
+    add_out_argument(fr, "folder for frontier.{json,md}", required=True)
     fr.set_defaults(func=cmd_frontier)
 
     for q in (c, s):
-        q.add_argument("--world", type=Path, help="default: PROJECT_DIR/tinyrlhf/world")
+        add_world_argument(q, "default: PROJECT_DIR/tinyrlhf/world")
         q.add_argument("--small", action="store_true", help="the small world (for tests)")
-        q.add_argument("--out", type=Path, help="output folder")
+        add_out_argument(q, "output folder")
 
 
 # Each command imports the study it runs when it runs, to keep `rate --help` fast.

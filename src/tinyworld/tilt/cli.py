@@ -6,10 +6,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rate.cli_args import add_out_argument
+from tinyworld.cli_args import add_world_argument
+
 
 def register(tiny: argparse._SubParsersAction) -> None:
     t = tiny.add_parser("tilt", help="reward tails and a forecast of pi_beta's quality from gold")
-    t.add_argument("--world", type=Path, required=True)
+    add_world_argument(t, required=True)
     t.add_argument("--wrapper", type=Path, help="a reward wrapper .py: also the corrected reward")
     t.add_argument("--beta", type=float, nargs="+", default=[0.1, 0.05], help="KL coefficients")
     t.add_argument("--tail-samples", type=int, default=10_000, help="reference samples/family")
@@ -20,7 +23,7 @@ def register(tiny: argparse._SubParsersAction) -> None:
         help="with --wrapper: guided samples of pi_beta per rung for the model forecast (0: none)",
     )
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--out", type=Path, required=True, help="folder for tilt.json, .md, Q-Q pngs")
+    add_out_argument(t, "folder for tilt.json, .md, Q-Q pngs", required=True)
     t.set_defaults(func=cmd_tilt)
 
 

@@ -35,7 +35,9 @@ def test_mappings_merge_key_by_key_and_the_rest_is_inherited(roots):
     assert child.part("source").policies == base.part("source").policies  # merged, not lost
     assert child.rewrite_prompt == base.rewrite_prompt and child.n_examples == 2000
     assert child.name == "child" and child.includes == [
-        str(ROOT / "dataset_templates" / "tinyrlhf_dune_pa.yaml")
+        str(
+            ROOT / "src" / "tinyworld" / "templates" / "dataset_templates" / "tinyrlhf_dune_pa.yaml"
+        )
     ]
     assert child.record()["includes"] == child.includes
 
@@ -57,7 +59,7 @@ def test_a_part_of_another_kind_replaces_the_included_part_whole(roots):
 
 def test_include_by_relative_file_and_chains(roots):
     (roots / "dataset_templates" / "base.yaml").write_text(
-        (ROOT / "dataset_templates" / "tinyrlhf_dune_pa.yaml")
+        (ROOT / "src" / "tinyworld" / "templates" / "dataset_templates" / "tinyrlhf_dune_pa.yaml")
         .read_text()
         .replace("name: tinyrlhf_dune_pa", "name: base")
     )

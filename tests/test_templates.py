@@ -20,7 +20,11 @@ from tests.factories import english_template
 from tests.helpers import run_rate
 
 ROOT = Path(__file__).resolve().parents[1]
-GOOD = yaml.safe_load((ROOT / "dataset_templates" / "tinyrlhf_dune_pa.yaml").read_text())
+GOOD = yaml.safe_load(
+    (
+        ROOT / "src" / "tinyworld" / "templates" / "dataset_templates" / "tinyrlhf_dune_pa.yaml"
+    ).read_text()
+)
 
 
 @pytest.fixture

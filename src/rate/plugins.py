@@ -7,7 +7,9 @@ metadata, so that rate imports nothing of it by name:
   :class:`rate.registry.Kind` (its options class and its factory as ``"module:attribute"``),
   named as templates name it;
 - ``rate.commands``: a :class:`Commands`, whose ``register`` adds subcommands to ``rate`` and
-  whose ``aliases`` map old command lines to new ones.
+  whose ``aliases`` map old command lines to new ones;
+- ``rate.templates``: a folder holding ``dataset_templates/`` and ``scoring_templates/``, the
+  templates the plugin ships (searched after rate's own, so a user's still shadow them).
 
 The tiny RLHF world (package ``tinyworld``, in this repository) is such a plugin. A plugin
 that fails to load is named in a warning and left out; rate works on without it.
@@ -21,12 +23,14 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
 
 KIND_GROUPS = ("rate.sources", "rate.w_rules", "rate.rewriters", "rate.scorers")
 COMMAND_GROUP = "rate.commands"
+TEMPLATE_GROUP = "rate.templates"
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,20 @@ def with_plugins(core: dict[str, Any], group: str) -> dict[str, Any]:
             continue
         merged[name] = kind
     return merged
+
+
+@functools.cache
+def plugin_template_roots() -> tuple[Path, ...]:
+    """The template folders the installed plugins ship."""
+    roots = []
+    for name, folder in _loaded(TEMPLATE_GROUP):
+        if not isinstance(folder, Path) or not folder.is_dir():
+            log.warning(
+                "plugin entry point %r of %s is not a folder: %r", name, TEMPLATE_GROUP, folder
+            )
+            continue
+        roots.append(folder)
+    return tuple(roots)
 
 
 def plugin_commands() -> list[Commands]:

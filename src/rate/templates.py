@@ -4,7 +4,8 @@ against (the catalogue, :mod:`rate.catalog`, and :mod:`rate.score.backends` pass
 
 A template is ``<folder>/<name>.yaml`` in ``dataset_templates/`` or ``scoring_templates/``. The
 folders searched, first match wins: those in RATE_TEMPLATE_PATH (colon-separated roots that
-hold the two folders), the current directory, and the repository this package lives in.
+hold the two folders), the current directory, the repository this package lives in, and the
+folders that installed plugins ship (:mod:`rate.plugins`).
 
 ``include: <name>`` (a template of the same folder) or ``include: <file>.yaml`` (relative to
 the including file) starts a template from another one, as lm-evaluation-harness's tasks do.
@@ -28,6 +29,7 @@ from typing import Any
 import yaml
 
 from rate.errors import ConfigError, TemplateError
+from rate.plugins import plugin_template_roots
 from rate.registry import Kind, typed_part
 from rate.schema import from_dict
 from rate.suggest import unknown_name_message
@@ -57,7 +59,7 @@ _shadowing_told: set[tuple[Path, Path]] = set()
 
 def template_roots() -> list[Path]:
     roots = [Path(p) for p in os.environ.get("RATE_TEMPLATE_PATH", "").split(":") if p.strip()]
-    roots += [Path.cwd(), _REPO_ROOT]
+    roots += [Path.cwd(), _REPO_ROOT, *plugin_template_roots()]
     out: list[Path] = []
     for r in roots:
         r = r.resolve()

@@ -7,6 +7,8 @@ with its factory when a template uses it.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rate.registry import Kind
 from tinyworld.options import (
     OracleOptions,
@@ -15,6 +17,9 @@ from tinyworld.options import (
     TinyWorldSource,
     TokenSwapOptions,
 )
+
+# The templates the world ships: its marker concepts, its reward model and its oracle.
+TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 # A source's factory takes (options, SourceContext) and returns an ExampleStream.
 SOURCE = Kind(

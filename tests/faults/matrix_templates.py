@@ -41,7 +41,12 @@ def validate(tmp: Path, name: str) -> tuple[str, str]:
 def mini_data(**change) -> dict:
     base = yaml.safe_load(
         (
-            Path(__file__).parent.parent.parent / "dataset_templates" / "tinyrlhf_dune_pa.yaml"
+            Path(__file__).parent.parent.parent
+            / "src"
+            / "tinyworld"
+            / "templates"
+            / "dataset_templates"
+            / "tinyrlhf_dune_pa.yaml"
         ).read_text()
     )
     base.pop("name")

@@ -13,8 +13,11 @@ import sys
 from pathlib import Path
 
 import rate
+import tinyworld
 
-SRC = Path(rate.__file__).parent
+# Both packages: the RATE core, and the world (whose truth this guards) with its analysis.
+PACKAGES = [Path(rate.__file__).parent, Path(tinyworld.__file__).parent]
+SRC = Path(tinyworld.__file__).parent
 TRUTH_MODULES = {
     "tinyworld.oracle",
     "tinyworld.labels",
@@ -71,8 +74,12 @@ MUST_STAY_BLIND = [
 
 
 def module_name(path: Path) -> str:
-    rel = path.relative_to(SRC.parent).with_suffix("")
+    rel = path.relative_to(next(p.parent for p in PACKAGES if p in path.parents)).with_suffix("")
     return ".".join(rel.parts).removesuffix(".__init__")
+
+
+def source_files() -> list[Path]:
+    return [path for package in PACKAGES for path in package.rglob("*.py")]
 
 
 def imported_modules(tree: ast.AST) -> set[str]:
@@ -88,13 +95,22 @@ def imported_modules(tree: ast.AST) -> set[str]:
 
 def test_only_allowed_modules_import_the_truth():
     offenders = []
-    for path in SRC.rglob("*.py"):
+    for path in source_files():
         name = module_name(path)
         if name in ALLOWED:
             continue
         if imported_modules(ast.parse(path.read_text())) & TRUTH_MODULES:
             offenders.append(name)
     assert offenders == []
+
+
+def test_the_scans_cover_both_packages_and_the_analysis_modules():
+    """A move of the packages must not leave these scans looking at nothing."""
+    names = {module_name(p) for p in source_files()}
+    assert {"rate.effects.stage", "tinyworld.rl", "tinyworld.audit.scan"} <= names
+    assert {"tinyworld.audit.scan", "tinyworld.certify.assess", "tinyworld.tilt.run"} <= set(
+        MUST_STAY_BLIND
+    )
 
 
 def test_trainers_do_not_load_the_truth_even_indirectly():
@@ -106,7 +122,7 @@ def test_trainers_do_not_load_the_truth_even_indirectly():
 
 def test_only_labelling_and_truth_evaluation_read_the_shortcut_tables():
     readers = []
-    for path in SRC.rglob("*.py"):
+    for path in source_files():
         tree = ast.parse(path.read_text())
         attrs = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
         if attrs & {"token_bonus", "pair_premium"}:

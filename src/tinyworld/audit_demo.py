@@ -15,7 +15,9 @@ import logging
 from pathlib import Path
 
 from rate.errors import BusyError
-from rate.io import atomic_write_json, check_made_from, ensure_dir, folder_lock, read_json
+from rate.fs import ensure_dir
+from rate.io import atomic_write_json, read_json
+from rate.provenance import check_made_from, folder_lock
 from rate.settings import project_dir
 from tinyworld.audit.run import load_inputs, run_audit
 from tinyworld.audit.scan import AuditSettings

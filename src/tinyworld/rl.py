@@ -26,9 +26,10 @@ import torch
 
 from rate.errors import BusyError, ConfigError, RateError
 from rate.heap import keep_freed_memory
-from rate.io import atomic_write_json, folder_lock
+from rate.io import atomic_write_json
 from rate.parallel import in_worker, single_thread
 from rate.progress import progress
+from rate.provenance import folder_lock
 from rate.schema import flat_assignments, from_dict, opt, to_dict
 from rate.suggest import unknown_name_message
 from tinyworld.data import PromptPool, load_prompts

@@ -270,7 +270,7 @@ def test_a_rerun_of_an_assessment_certifies_only_the_runs_whose_inputs_changed(
     small_world, tmp_path, monkeypatch, caplog
 ):
     from rate.errors import BusyError
-    from rate.io import folder_lock
+    from rate.provenance import folder_lock
     from tinyworld.certify.assess import JOURNAL, assess_world
     from tinyworld.certify.certify import Certifier
 
@@ -361,7 +361,7 @@ def test_a_policy_name_that_is_not_a_file_name_part_is_refused(item, message):
 
 def test_two_certificates_to_one_out_never_mix(small_world, tmp_path):
     from rate.errors import BusyError
-    from rate.io import folder_lock
+    from rate.provenance import folder_lock
 
     run = small_world / "runs" / "kl002-s1500" / "checkpoint"
     out = tmp_path / "certs" / "cert"

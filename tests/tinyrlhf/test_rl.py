@@ -299,13 +299,13 @@ def test_a_run_folder_in_use_by_another_process_is_refused(small_world, tmp_path
     import time
 
     from rate.errors import BusyError
-    from rate.io import folder_lock
+    from rate.provenance import folder_lock
     from tinyworld.rl import run_lock_name
     from tinyworld.studies.release import run_release_study
 
     out = tmp_path / "run"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom rate.io import folder_lock\n"
+        [sys.executable, "-c", "import sys, time\nfrom rate.provenance import folder_lock\n"
          f"with folder_lock({str(tmp_path)!r}, RuntimeError, {run_lock_name(out)!r}):\n"
          "    print('held', flush=True)\n    time.sleep(60)"],
         stdout=subprocess.PIPE, text=True,

@@ -16,7 +16,8 @@ from matplotlib.figure import Figure
 
 from rate.config import Config, config_record
 from rate.errors import ConfigError, DataFileError
-from rate.io import atomic_write_bytes, atomic_write_text, ensure_dir, read_json
+from rate.fs import ensure_dir
+from rate.io import atomic_write_bytes, atomic_write_text, read_json
 from rate.plots.figures import (
     effects_figure,
     figure_bytes,

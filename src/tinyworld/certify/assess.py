@@ -25,15 +25,8 @@ import torch
 
 from rate.code_digest import code_digest
 from rate.errors import BusyError, ConfigError, RateError
-from rate.io import (
-    atomic_write_json,
-    atomic_write_text,
-    content_digest,
-    folder_lock,
-    keep,
-    read_json,
-    read_kept,
-)
+from rate.io import atomic_write_json, atomic_write_text, read_json
+from rate.provenance import content_digest, folder_lock, keep, read_kept
 from tinyworld.certify.certify import Certifier, CertifySettings, certifier_digest, load_gold
 from tinyworld.data import pool_from_records
 from tinyworld.models import load_policy

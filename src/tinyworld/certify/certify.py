@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rate.io import content_digest
+from rate.provenance import content_digest
 from tinyworld.certify.estimators import (
     ESS_MIN,
     LEVEL,
@@ -431,7 +431,7 @@ def load_gold(world: Path, gold: Path | None = None) -> LabelledSet:
 
 
 def certifier_digest(world: Path, wrapper: Path | None, gold: Path | None) -> str:
-    """A :func:`~rate.io.content_digest` of what a :class:`Certifier` reads (the reference,
+    """A :func:`~rate.provenance.content_digest` of what a :class:`Certifier` reads (the reference,
     the reward model, the wrapper, the gold labels), for results kept for a rerun."""
     world = Path(world)
     return content_digest(

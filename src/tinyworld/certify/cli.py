@@ -158,7 +158,8 @@ def cmd_certify(args: argparse.Namespace) -> int:
     import contextlib
 
     from rate.errors import BusyError
-    from rate.io import atomic_write_json, atomic_write_text, folder_lock
+    from rate.io import atomic_write_json, atomic_write_text
+    from rate.provenance import folder_lock
     from tinyworld.certify.certify import certify_policy, markdown
 
     settings = _settings(args)

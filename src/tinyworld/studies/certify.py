@@ -21,19 +21,18 @@ import torch
 
 from rate.code_digest import code_digest
 from rate.errors import BusyError, RateError
+from rate.fs import write_error
 from rate.io import (
     atomic_write_bytes,
     atomic_write_json,
-    content_digest,
-    folder_lock,
     json_safe,
     jsonl_writer,
     link_new,
     read_json,
-    write_error,
     write_temp,
 )
 from rate.progress import progress
+from rate.provenance import content_digest, folder_lock
 from rate.store import git_commit
 from tinyworld.certify.certify import Certifier, CertifySettings, certify_inputs
 from tinyworld.data import LabelledSet, labelled_rows, pool_from_records

@@ -67,7 +67,7 @@ def write(path: Path, text: str) -> Path:
 
 
 def test_the_readme_rl_reference_is_the_generated_one():
-    from tinyworld.rl import RLConfig
+    from tinyworld.rl_config import RLConfig
 
     readme = (ROOT / "README.md").read_text()
     begin = "<!-- RL config reference: rate.config_docs.reference_markdown(RLConfig) -->"

@@ -28,7 +28,8 @@ from tinyworld.certify.assess import assess_world
 from tinyworld.certify.assess import markdown as assessment_table
 from tinyworld.certify.certify import CertifySettings
 from tinyworld.data import build_digest
-from tinyworld.rl import load_rl_config, train_rl
+from tinyworld.rl import train_rl
+from tinyworld.rl_config import load_rl_config
 from tinyworld.studies.release import check_assessment
 
 log = logging.getLogger(__name__)

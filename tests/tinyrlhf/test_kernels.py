@@ -26,7 +26,8 @@ from tinyworld.kernels import (
     weight_gradients_beside,
 )
 from tinyworld.models import Policy
-from tinyworld.rl import flat_parameters, load_rl_config, train_rl
+from tinyworld.rl import flat_parameters, train_rl
+from tinyworld.rl_config import load_rl_config
 from tinyworld.vocab import N_SYLLABLES, PROMPT_LEN, RESPONSE_LEN, VOCAB_SIZE
 
 

@@ -11,7 +11,8 @@ import torch
 from rate.errors import ConfigError, RateError
 from tests.helpers import ROOT
 from tinyworld.models import load_policy
-from tinyworld.rl import RLConfig, load_rl_config, train_rl
+from tinyworld.rl import train_rl
+from tinyworld.rl_config import RLConfig, load_rl_config
 
 
 def test_defaults_are_the_published_recipe():

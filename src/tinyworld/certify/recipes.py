@@ -32,7 +32,8 @@ from tinyworld.certify.certify import Certifier, CertifySettings, certifier_dige
 from tinyworld.certify.estimators import abstains, ess
 from tinyworld.data import LabelledSet, build_digest
 from tinyworld.models import load_policy
-from tinyworld.rl import load_rl_config, train_rl
+from tinyworld.rl import train_rl
+from tinyworld.rl_config import load_rl_config
 from tinyworld.vocab import FAMILIES
 
 log = logging.getLogger(__name__)

@@ -40,7 +40,7 @@ from tinyworld.evaluate import TRUTH_FILE, evaluate_policy, load_oracle
 from tinyworld.labels import expert_labels
 from tinyworld.models import load_policy, load_reward_model
 from tinyworld.prompts import balanced, make_prompts
-from tinyworld.rl import load_reward_wrapper
+from tinyworld.rl_config import load_reward_wrapper
 from tinyworld.sampling import sample
 from tinyworld.vocab import FAMILIES
 

@@ -25,7 +25,8 @@ from tinyworld.audit_truth import oracle_corrections
 from tinyworld.data import build_digest
 from tinyworld.evaluate import TRUTH_FILE, evaluate_policy, load_oracle
 from tinyworld.models import load_policy, load_reward_model
-from tinyworld.rl import load_rl_config, train_rl
+from tinyworld.rl import train_rl
+from tinyworld.rl_config import load_rl_config
 from tinyworld.vocab import FAMILIES
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from rate.progress import progress
 from tinyworld.data import PromptPool, load_labelled, pool_from_records, require_world
 from tinyworld.models import Policy, RewardModel, load_policy, load_reward_model
 from tinyworld.prompts import make_prompts
-from tinyworld.rl import RewardTransform, apply_reward_wrapper, load_reward_wrapper
+from tinyworld.rl_config import RewardTransform, apply_reward_wrapper, load_reward_wrapper
 from tinyworld.sampling import sample, score
 from tinyworld.tilt.forecast import (
     BEYOND_MAX,

@@ -26,7 +26,7 @@ from tinyworld.audit_truth import check_audit
 from tinyworld.build import ensure_world
 from tinyworld.certify.assess import assess_world
 from tinyworld.certify.assess import markdown as assessment_table
-from tinyworld.certify.certify import CertifySettings
+from tinyworld.certify.certificate import CertifySettings
 from tinyworld.data import build_digest
 from tinyworld.rl import train_rl
 from tinyworld.rl_config import load_rl_config

@@ -28,7 +28,8 @@ from rate.io import atomic_write_json, atomic_write_text, read_json
 from rate.parallel import run_jobs
 from rate.progress import progress
 from rate.provenance import check_made_from, content_digest, folder_lock, keep, read_kept
-from tinyworld.certify.certify import Certifier, CertifySettings, certifier_digest, load_gold
+from tinyworld.certify.certificate import CertifySettings
+from tinyworld.certify.certify import Certifier, certifier_digest, load_gold
 from tinyworld.certify.estimators import abstains, ess
 from tinyworld.data import LabelledSet, build_digest
 from tinyworld.models import load_policy

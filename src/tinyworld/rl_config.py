@@ -16,7 +16,9 @@ from rate.errors import ConfigError, RateError
 from rate.schema import flat_assignments, from_dict, opt
 from rate.suggest import unknown_name_message
 from tinyworld.data import PromptPool, load_prompts
-from tinyworld.models import Policy, RewardModel, load_policy, load_reward_model
+from tinyworld.models import load_policy, load_reward_model
+from tinyworld.policy import Policy
+from tinyworld.reward_model import RewardModel
 from tinyworld.sampling import (
     sample,
 )

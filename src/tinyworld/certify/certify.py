@@ -29,8 +29,10 @@ from tinyworld.certify.estimators import (
     LEVEL,
 )
 from tinyworld.data import LabelledSet, PromptPool, load_labelled, pool_from_records
-from tinyworld.models import Policy, RewardModel, load_policy, load_reward_model
+from tinyworld.models import load_policy, load_reward_model
+from tinyworld.policy import Policy
 from tinyworld.prompts import balanced, make_prompts
+from tinyworld.reward_model import RewardModel
 from tinyworld.rl_config import RewardTransform, apply_reward_wrapper, load_reward_wrapper
 from tinyworld.sampling import response_logprobs, sample, score
 from tinyworld.vocab import FAMILIES, RESPONSE_LEN, decode_responses

@@ -26,15 +26,8 @@ import numpy as np
 from benchmarks.timing import timed
 from rate.errors import DataFileError
 from tinyworld.certify.assess import runs_of
-from tinyworld.certify.certify import (
-    DEFAULTS,
-    Certifier,
-    CertifySettings,
-    FamilyInputs,
-    certify_inputs,
-    gather,
-    load_gold,
-)
+from tinyworld.certify.certificate import DEFAULTS, CertifySettings, FamilyInputs, certify_inputs
+from tinyworld.certify.certify import Certifier, gather, load_gold
 from tinyworld.certify.estimators import (
     bootstrap_counts,
     dr_covariates,

@@ -36,15 +36,10 @@ from torch import nn
 
 from rate.errors import RateError
 from tinyworld.kernels import rl_linear_route
-from tinyworld.models import Policy, RewardModel
-from tinyworld.rl import (
-    PromptSampler,
-    RLConfig,
-    load_rl_config,
-    prepare,
-    shaped_advantages,
-    train_rl,
-)
+from tinyworld.policy import Policy
+from tinyworld.reward_model import RewardModel
+from tinyworld.rl import PromptSampler, shaped_advantages, train_rl
+from tinyworld.rl_config import RLConfig, load_rl_config, prepare
 from tinyworld.sampling import response_logprobs, sample_without_cache
 from tinyworld.vocab import PROMPT_LEN, RESPONSE_LEN
 

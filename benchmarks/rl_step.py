@@ -46,13 +46,12 @@ from tinyworld.kernels import (
 from tinyworld.rl import (
     PromptSampler,
     TracedPasses,
-    load_rl_config,
-    prepare,
     shaped_advantages,
     side_thread,
     start_training,
     train_rl,
 )
+from tinyworld.rl_config import load_rl_config, prepare
 from tinyworld.sampling import (
     TracedDecoding,
     decode,

@@ -17,7 +17,8 @@ from tinyworld.dev_eval import dev_evaluate
 from tinyworld.evaluate import evaluate_policy, load_oracle
 from tinyworld.kernels import cpu_description
 from tinyworld.models import load_policy, load_reward_model
-from tinyworld.rl import RLConfig, load_rl_config, train_rl
+from tinyworld.rl import train_rl
+from tinyworld.rl_config import RLConfig, load_rl_config
 from tinyworld.worldconfig import load_world_config
 
 

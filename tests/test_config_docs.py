@@ -74,7 +74,7 @@ def write(path: Path, text: str) -> Path:
 
 
 def test_the_docs_rl_reference_is_the_generated_one():
-    from tinyworld.rl import RLConfig
+    from tinyworld.rl_config import RLConfig
 
     assert reference_markdown(RLConfig).strip() in _docs_hook().config_reference()
     assert [d.key for d in field_docs(RLConfig) if not d.help.strip()] == []

@@ -7,19 +7,17 @@ import stat
 import pytest
 
 from rate.errors import DataFileError, RateError, WriteError
+from rate.fs import apply_group_permissions, ensure_dir
 from rate.io import (
-    apply_group_permissions,
     atomic_directory,
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
-    check_made_from,
-    content_digest,
-    ensure_dir,
     read_json,
     read_jsonl,
     write_jsonl,
 )
+from rate.provenance import check_made_from, content_digest
 
 
 @pytest.fixture(autouse=True)

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 def _rl_config() -> type:
     """The tiny world's RL config (its own package, a plugin of rate)."""
-    return importlib.import_module("tinyworld.rl").RLConfig
+    return importlib.import_module("tinyworld.rl_config").RLConfig
 
 
 def config_reference() -> str:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-import tinyworld.certify.certify as certify
+import tinyworld.certify.certificate as certify
 from rate.io import atomic_write_json
 from tinyworld.certify import estimators
 from tinyworld.studies.certify import coverage_study, markdown

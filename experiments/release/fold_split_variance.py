@@ -16,10 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
-from tinyworld.certify.certify import CertifySettings, gather
+from tinyworld.certify.certificate import CertifySettings
+from tinyworld.certify.certify import gather
 from tinyworld.certify.estimators import bootstrap_counts, dr_covariates, dr_replicates, folds_of
 from tinyworld.models import load_policy, load_reward_model
-from tinyworld.rl import load_reward_wrapper
+from tinyworld.rl_config import load_reward_wrapper
 from tinyworld.studies.certify import fresh_gold
 
 

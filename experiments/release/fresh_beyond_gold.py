@@ -17,9 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from tinyworld.certify.certify import CertifySettings, gather
+from tinyworld.certify.certificate import CertifySettings
+from tinyworld.certify.certify import gather
 from tinyworld.models import load_policy, load_reward_model
-from tinyworld.rl import load_reward_wrapper
+from tinyworld.rl_config import load_reward_wrapper
 from tinyworld.studies.certify import fresh_gold
 
 PERCENTILES = [0, 5, 50, 95, 100]

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tinyworld.certify.certify import CertifySettings, certify_policy, plan_log_ratios
+from tinyworld.certify.certificate import CertifySettings
+from tinyworld.certify.certify import certify_policy, plan_log_ratios
 from tinyworld.certify.estimators import GoldDraws
 from tinyworld.models import load_policy
 

@@ -21,7 +21,7 @@ from tinyworld.data import pool_from_records
 from tinyworld.evaluate import load_oracle
 from tinyworld.models import load_policy, load_reward_model
 from tinyworld.prompts import balanced, make_prompts
-from tinyworld.rl import apply_reward_wrapper, load_reward_wrapper
+from tinyworld.rl_config import apply_reward_wrapper, load_reward_wrapper
 from tinyworld.sampling import sample, score
 from tinyworld.vocab import FAMILIES, decode_responses
 

@@ -28,7 +28,8 @@ from pathlib import Path
 import torch
 
 from tinyworld import kernels
-from tinyworld.rl import PromptSampler, TracedPasses, load_rl_config, prepare
+from tinyworld.rl import PromptSampler, TracedPasses
+from tinyworld.rl_config import load_rl_config, prepare
 from tinyworld.sampling import response_logprobs, sample
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 
 import tinyworld.rl as rl
+from tinyworld.rl_config import load_rl_config
 
 
 def main(world: Path, threads: int, mode: str, steps: int = 200) -> None:
@@ -37,7 +38,7 @@ def main(world: Path, threads: int, mode: str, steps: int = 200) -> None:
             torch.set_num_threads(before)
 
     rl.single_thread = n_threads  # what train_rl enters around its loop
-    config = rl.load_rl_config(
+    config = load_rl_config(
         world / "configs" / "default.json", [f"steps={steps}", f"log_every={steps}"]
     )
     with tempfile.TemporaryDirectory() as tmp:

@@ -27,13 +27,8 @@ import torch
 
 from rate.heap import keep_freed_memory
 from tinyworld.kernels import rl_linear_route
-from tinyworld.rl import (
-    PromptSampler,
-    load_rl_config,
-    prepare,
-    shaped_advantages,
-    start_training,
-)
+from tinyworld.rl import PromptSampler, shaped_advantages, start_training
+from tinyworld.rl_config import load_rl_config, prepare
 from tinyworld.sampling import response_logprobs, sample, score
 
 parser = argparse.ArgumentParser()

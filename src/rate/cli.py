@@ -17,7 +17,7 @@ from typing import NoReturn
 from rate import __version__, pipeline_cli
 from rate.demos import cli as demo_cli
 from rate.errors import RateError
-from rate.io import write_error
+from rate.fs import write_error
 from rate.plugins import plugin_commands
 from rate.results import cli as results_cli
 from rate.settings import load_settings, log_to_files, redact, setup_logging

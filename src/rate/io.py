@@ -1,4 +1,4 @@
-"""Atomic file writes, JSON/JSONL reading with errors that name the line, group permissions.
+"""Atomic file writes, and JSON/JSONL reading with errors that name the line.
 
 Every writer here goes through a temporary file in the destination's folder, fsyncs it and
 renames it over the destination, so a reader (or a rerun after a crash or Ctrl-C) sees either
@@ -9,27 +9,27 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
-import grp
-import hashlib
 import json
-import logging
 import math
 import numbers
 import os
 import secrets
 import shutil
-import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from rate.errors import DataFileError, RateError, WriteError
-
-PathLike = str | os.PathLike[str]
-
-log = logging.getLogger(__name__)
+from rate.errors import DataFileError, RateError
+from rate.fs import (
+    PathLike,
+    _umask,
+    apply_group_permissions,
+    apply_group_permissions_tree,
+    ensure_dir,
+    fsync_dir,
+    write_error,
+)
 
 _JSON_TYPE_NAMES = {
     list: "an array",
@@ -39,118 +39,6 @@ _JSON_TYPE_NAMES = {
     bool: "true/false",
     type(None): "null",
 }
-
-
-# ---------------------------------------------------------------------------------------------
-# Permissions
-
-
-def _umask() -> int:
-    """Return the process umask without changing it where /proc allows (os.umask is racy)."""
-    with contextlib.suppress(OSError, ValueError), open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def apply_group_permissions(path: PathLike) -> None:
-    """Give `path` to the group named by GROUP_NAME and make it group-readable.
-
-    Folders also get group-exec so the group can list them. With GROUP_NAME unset this does
-    nothing, and the file keeps the permissions the umask gave it.
-    """
-    group = os.environ.get("GROUP_NAME", "").strip()
-    if not group:
-        return
-    try:
-        gid = grp.getgrnam(group).gr_gid
-    except KeyError:
-        raise RateError(
-            f"GROUP_NAME={group!r} is not a group on this machine; fix GROUP_NAME in .env "
-            "(`getent group` lists the groups) or unset it to keep default permissions"
-        ) from None
-    p = Path(path)
-    st = p.stat()
-    if st.st_gid != gid:
-        try:
-            os.chown(p, -1, gid)
-        except PermissionError as err:
-            raise RateError(
-                f"cannot give {p} to group {group!r} (GROUP_NAME): {err.strerror}; "
-                "join that group or fix GROUP_NAME in .env"
-            ) from None
-    mode = stat.S_IMODE(st.st_mode) | stat.S_IRGRP
-    if stat.S_ISDIR(st.st_mode):
-        mode |= stat.S_IXGRP
-    if mode != stat.S_IMODE(st.st_mode):
-        os.chmod(p, mode)
-
-
-def apply_group_permissions_tree(root: Path) -> None:
-    """Apply `apply_group_permissions` to `root` and everything below it."""
-    if not os.environ.get("GROUP_NAME", "").strip():
-        return
-    apply_group_permissions(root)
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in (*dirnames, *filenames):
-            child = Path(dirpath) / name
-            if not child.is_symlink():  # chown would follow it out of the tree
-                apply_group_permissions(child)
-
-
-def ensure_dir(path: PathLike) -> Path:
-    """Make the folder ``path`` and any missing parents; the ones made here get GROUP_NAME's
-    group and group read and exec, as files do (folders made by ``mkdir`` alone keep the
-    umask's 0700, and a group member could not open them)."""
-    p = Path(path)
-    missing = []
-    for level in (p, *p.parents):
-        if level.is_dir():
-            break
-        missing.append(level)
-    for level in reversed(missing):
-        try:
-            level.mkdir()
-        except FileExistsError:
-            if not level.is_dir():
-                raise write_error(level, OSError(errno.ENOTDIR, "a file is in the way")) from None
-            continue  # made by a concurrent run
-        except OSError as err:
-            raise write_error(level, err) from None
-        apply_group_permissions(level)
-    return p
-
-
-_WRITE_HINTS = {
-    errno.ENOSPC: "the disk is full: free space there (or point PROJECT_DIR elsewhere) and rerun",
-    errno.EDQUOT: "the disk quota is used up: free space there (or point PROJECT_DIR "
-    "elsewhere) and rerun",
-    errno.EACCES: "check the folder's permissions (and PROJECT_DIR, GROUP_NAME in .env)",
-    errno.EPERM: "check the folder's permissions (and PROJECT_DIR, GROUP_NAME in .env)",
-    errno.EROFS: "the file system is read-only: point PROJECT_DIR at a writable folder",
-}
-
-
-def write_error(path: PathLike, err: OSError, verb: str = "write") -> WriteError:
-    """One line for a failed write: the file, what the system said, what to do."""
-    hint = _WRITE_HINTS.get(err.errno, "check the folder and rerun")
-    return WriteError(
-        f"cannot {verb} {path}: {err.strerror or err}; {hint}. Nothing half-written was left "
-        "for a later stage to take"
-    )
-
-
-def fsync_dir(directory: Path) -> None:
-    """Flush a folder's entry list so a rename in it survives a crash (best effort)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -390,120 +278,3 @@ def read_json(path: PathLike) -> Any:
         raise DataFileError(
             f"{p}:{err.lineno}: not valid JSON ({err.msg}, column {err.colno}); fix the file"
         ) from None
-
-
-@contextlib.contextmanager
-def folder_lock(
-    folder: PathLike, busy: Callable[[str], RateError], name: str = ".lock"
-) -> Iterator[None]:
-    """Hold ``folder``'s lock (an ``flock`` on ``folder/name``) while the block runs, so that
-    two processes never drive the same output folder at once; the kernel drops it when its
-    process dies, however it dies. If another live process holds it, raise ``busy(pid)``."""
-    ensure_dir(folder)
-    path = Path(folder) / name
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    except OSError as err:
-        raise write_error(path, err) from None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
-            raise busy(holder) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        apply_group_permissions(path)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
-
-
-# ---------------------------------------------------------------------------------------------
-# Content digests
-
-
-def content_digest(*parts: Any, paths: Iterable[PathLike | None] = ()) -> str:
-    """A sha256 hex digest of ``parts`` (as JSON) and of the bytes under ``paths``: a file's
-    bytes, a folder's files by their names within it (hidden ones, such as locks and the
-    temporary files of writes under way, left out), and a missing path (or None) as such. A
-    result cached under it is reused only on the same inputs, wherever they were moved."""
-    h = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode() + b"\0")
-    for i, path in enumerate(paths):
-        h.update(f"path {i}\0".encode())
-        p = Path(path) if path is not None else None
-        if p is None or not p.exists():
-            h.update(b"missing\0")
-            continue
-        files = (
-            [p]
-            if p.is_file()
-            else sorted(
-                f
-                for f in p.rglob("*")
-                if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts)
-            )
-        )
-        for f in files:
-            name = f.relative_to(p).as_posix() if f != p else "."
-            try:
-                with open(f, "rb") as stream:
-                    # The size first: no file's bytes can pass for another name and file.
-                    h.update(f"{name}\0{os.fstat(stream.fileno()).st_size}\0".encode())
-                    for block in iter(lambda: stream.read(1 << 20), b""):
-                        h.update(block)
-            except OSError as err:
-                raise _read_error(f, err) from None
-    return h.hexdigest()
-
-
-def read_kept(path: PathLike, key: str) -> Any | None:
-    """The value :func:`keep` wrote to ``path`` under ``key``; None when there is none, it
-    was kept under another key (its inputs changed), or the file is damaged (logged: what is
-    damaged is computed anew, not trusted)."""
-    p = Path(path)
-    if not p.is_file():
-        return None
-    try:
-        kept = read_json(p)
-    except DataFileError as err:
-        log.warning("%s; computing it anew", err)
-        return None
-    if isinstance(kept, dict) and kept.get("key") == key and "value" in kept:
-        return kept["value"]
-    return None
-
-
-def keep(path: PathLike, key: str, value: Any) -> None:
-    """Keep ``value`` at ``path`` (atomically) for :func:`read_kept` under ``key``, a
-    :func:`content_digest` of what it was computed from."""
-    atomic_write_json(path, {"key": key, "value": value})
-
-
-# The record of what an output folder's work is made from (:func:`check_made_from`).
-MADE_FROM = ".made_from.json"
-
-
-def check_made_from(folder: PathLike, made_from: dict[str, Any], what: str) -> None:
-    """Record in ``folder`` what its work is made from, or, where a record is there already,
-    refuse to go on from another: a rerun resumes its own work and never mixes in work made
-    from other inputs (``what`` names the work in the error). Call it under the folder's
-    lock."""
-    path = Path(folder) / MADE_FROM
-    record = json_safe(made_from)
-    if path.is_file():
-        try:
-            before = read_json(path)
-        except DataFileError:
-            before = None
-        if before != record:
-            before = before if isinstance(before, dict) else {}  # a damaged record: all differ
-            changed = sorted(
-                k for k in record.keys() | before.keys() if before.get(k, ...) != record.get(k)
-            )
-            raise RateError(
-                f"{folder}: holds {what} made from other inputs ({', '.join(changed)} differ); "
-                "choose another --out, or delete the folder to start over"
-            )
-        return
-    atomic_write_json(path, record)

@@ -11,7 +11,7 @@ from typing import Any
 
 from dotenv import dotenv_values, load_dotenv
 
-from rate.io import apply_group_permissions, ensure_dir
+from rate.fs import apply_group_permissions, ensure_dir
 
 logger = logging.getLogger(__name__)
 

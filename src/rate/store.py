@@ -39,15 +39,8 @@ from typing import IO, Any
 
 from rate import __version__
 from rate.errors import ConfigError
-from rate.io import (
-    apply_group_permissions_tree,
-    atomic_write_bytes,
-    ensure_dir,
-    fsync_dir,
-    link_new,
-    write_error,
-    write_temp,
-)
+from rate.fs import apply_group_permissions_tree, ensure_dir, fsync_dir, write_error
+from rate.io import atomic_write_bytes, link_new, write_temp
 from rate.settings import current_log_file, project_dir, redact_record
 
 STAMP_FORMAT = "%Y%m%d_%H%M%S"

@@ -15,7 +15,9 @@ import logging
 from pathlib import Path
 
 from rate.errors import BusyError
-from rate.io import atomic_write_json, check_made_from, ensure_dir, folder_lock, read_json
+from rate.fs import ensure_dir
+from rate.io import atomic_write_json, read_json
+from rate.provenance import check_made_from, folder_lock
 from rate.settings import project_dir
 from tinyworld.audit.run import load_inputs, run_audit
 from tinyworld.audit.scan import AuditSettings
@@ -24,9 +26,10 @@ from tinyworld.audit_truth import check_audit
 from tinyworld.build import ensure_world
 from tinyworld.certify.assess import assess_world
 from tinyworld.certify.assess import markdown as assessment_table
-from tinyworld.certify.certify import CertifySettings
+from tinyworld.certify.certificate import CertifySettings
 from tinyworld.data import build_digest
-from tinyworld.rl import load_rl_config, train_rl
+from tinyworld.rl import train_rl
+from tinyworld.rl_config import load_rl_config
 from tinyworld.studies.release import check_assessment
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from tinyworld.models import Policy, RewardModel
+from tinyworld.policy import Policy
+from tinyworld.reward_model import RewardModel
 from tinyworld.sampling import sample, score
 
 

@@ -31,7 +31,8 @@ from tinyworld.models import load_policy, load_reward_model, save_model
 from tinyworld.oracle import Oracle
 from tinyworld.prompts import balanced, make_prompts
 from tinyworld.reports import run_notes, runs_index, training_notes
-from tinyworld.rl import RLConfig, train_rl
+from tinyworld.rl import train_rl
+from tinyworld.rl_config import RLConfig
 from tinyworld.rm_train import train_reward_model
 from tinyworld.sampling import sample
 from tinyworld.sft import train_sft

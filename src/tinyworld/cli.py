@@ -209,7 +209,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_rl(args: argparse.Namespace) -> int:
     from rate.config_docs import reference_text
-    from tinyworld.rl import RLConfig, load_rl_config, train_rl
+    from tinyworld.rl import train_rl
+    from tinyworld.rl_config import RLConfig, load_rl_config
 
     if args.keys:
         print(reference_text(RLConfig), end="")

@@ -9,7 +9,8 @@ from pathlib import Path
 import torch
 
 from rate.errors import DataFileError
-from rate.io import content_digest, read_jsonl
+from rate.io import read_jsonl
+from rate.provenance import content_digest
 from tinyworld.vocab import (
     FAMILIES,
     decode_responses,
@@ -133,7 +134,7 @@ BUILD_PARTS = (
 
 
 def build_digest(world: Path) -> str:
-    """A :func:`~rate.io.content_digest` of the world's :data:`BUILD_PARTS`: what RL and the
+    """A :func:`~rate.provenance.content_digest` of the world's :data:`BUILD_PARTS`: what RL and the
     certificates start from, so that outputs made from one build are never reused for
     another built at the same path."""
     return content_digest(paths=[Path(world) / part for part in BUILD_PARTS])

@@ -15,7 +15,8 @@ from __future__ import annotations
 import torch
 
 from tinyworld.data import LabelledSet, PromptPool
-from tinyworld.models import Policy, RewardModel
+from tinyworld.policy import Policy
+from tinyworld.reward_model import RewardModel
 from tinyworld.sampling import sample, score, sequence_kl
 from tinyworld.vocab import FAMILIES, N_SYLLABLES, SYLLABLES
 

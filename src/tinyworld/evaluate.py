@@ -16,9 +16,11 @@ from rate.errors import RateError
 from rate.schema import from_dict
 from tinyworld.data import load_labelled, pool_from_records
 from tinyworld.dev_eval import pearson, syllable_counts
-from tinyworld.models import Policy, RewardModel, load_policy, load_reward_model
+from tinyworld.models import load_policy, load_reward_model
 from tinyworld.oracle import Oracle
+from tinyworld.policy import Policy
 from tinyworld.prompts import balanced, make_prompts
+from tinyworld.reward_model import RewardModel
 from tinyworld.sampling import sample, score, sequence_kl
 from tinyworld.shortcuts import check_world_shortcuts
 from tinyworld.vocab import FAMILIES, SYLLABLE_ID

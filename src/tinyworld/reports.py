@@ -6,7 +6,7 @@ stays in truth/ and in the evaluation reports.
 
 from __future__ import annotations
 
-from tinyworld.rl import RLConfig
+from tinyworld.rl_config import RLConfig
 from tinyworld.vocab import FAMILIES
 from tinyworld.worldconfig import RunSpec, TrainConfig
 

@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tinyworld.models import Decoder, Policy, RewardModel
+from tinyworld.policy import Decoder, Policy
+from tinyworld.reward_model import RewardModel
 from tinyworld.traced import Traced
 from tinyworld.vocab import PROMPT_LEN, RESPONSE_LEN
 

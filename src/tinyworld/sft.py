@@ -11,8 +11,8 @@ from rate.heap import keep_freed_memory
 from rate.parallel import single_thread
 from rate.progress import progress
 from tinyworld.kernels import weight_gradients_beside
-from tinyworld.models import Policy, PolicyConfig
 from tinyworld.optim import flat_parameters
+from tinyworld.policy import Policy, PolicyConfig
 
 log = logging.getLogger(__name__)
 

@@ -44,9 +44,10 @@ from pathlib import Path
 import torch
 
 from tinyworld import labels
-from tinyworld.models import Policy, RewardModel
 from tinyworld.oracle import Oracle
+from tinyworld.policy import Policy
 from tinyworld.prompts import make_prompts
+from tinyworld.reward_model import RewardModel
 from tinyworld.sampling import sample, score
 from tinyworld.vocab import FAMILIES, RESPONSE_LEN, SYLLABLE_ID, encode_prompts
 from tinyworld.worldconfig import LabelConfig

@@ -15,7 +15,7 @@ from typing import Any
 from rate.errors import ConfigError
 from rate.schema import from_dict
 from rate.suggest import unknown_name_message
-from tinyworld.rl import RLConfig
+from tinyworld.rl_config import RLConfig
 from tinyworld.vocab import FAMILIES, N_SYLLABLES, SYLLABLES
 
 

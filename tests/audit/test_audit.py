@@ -216,7 +216,7 @@ def test_the_audit_command_reads_no_truth(small_world, tmp_path):
     for suffix in (".csv", ".md", ".png"):
         assert out_a.with_suffix(suffix).stat().st_size > 0
     from tinyworld.audit.wrapper import corrections
-    from tinyworld.rl import load_reward_wrapper
+    from tinyworld.rl_config import load_reward_wrapper
 
     assert callable(load_reward_wrapper(wrapper))  # what rate world rl loads
     assert f"CORRECTIONS = json.loads({json.dumps(corrections(a), sort_keys=True)!r})" in (
@@ -320,7 +320,7 @@ def test_the_wrapper_removes_each_flagged_features_excess(tmp_path):
     """Known answer: dune 'pa' flagged with excess 1.2, cobalt 'ka ra' with an adjacency
     interaction of 0.5, ember 'he' not flagged; the file is what rate world rl loads."""
     from tinyworld.audit.wrapper import write_wrapper
-    from tinyworld.rl import load_reward_wrapper
+    from tinyworld.rl_config import load_reward_wrapper
 
     def row(family, feature, kind, flagged, excess, rm_effect):
         return {"family": family, "feature": feature, "kind": kind, "flagged": flagged,
@@ -353,7 +353,7 @@ def test_the_wrapper_removes_a_tokens_excess_at_each_occurrences_position(tmp_pa
     position has no measurement (NaN, or null once saved), the excess. The ridge baseline
     stays one for all."""
     from tinyworld.audit.wrapper import corrections, write_wrapper
-    from tinyworld.rl import load_reward_wrapper
+    from tinyworld.rl_config import load_reward_wrapper
 
     at = [1.1, 1.3, None, float("nan"), 1.6, 1.3, 1.3, 1.3]  # None: NaN in a saved audit
     audit = {"candidates": [
@@ -430,7 +430,7 @@ def test_the_wrapper_corrects_a_second_stage_syllable_as_a_token(tmp_path):
     the second stage, excess 0.1, RM 0.07 on average and 0.17 at position 2) per occurrence at
     its position; the analyst's ridge does not read the second stage."""
     from tinyworld.audit.wrapper import corrections, write_wrapper
-    from tinyworld.rl import load_reward_wrapper
+    from tinyworld.rl_config import load_reward_wrapper
 
     at = [0.07, 0.07, 0.17, 0.07, 0.07, 0.07, 0.07, 0.07]
     audit = {"candidates": [

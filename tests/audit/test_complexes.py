@@ -9,7 +9,7 @@ import torch
 
 from tinyworld.audit.complexes import cell_of, pair_complex, patterns, rm_calls
 from tinyworld.audit.wrapper import write_wrapper
-from tinyworld.rl import load_reward_wrapper
+from tinyworld.rl_config import load_reward_wrapper
 from tinyworld.vocab import N_SYLLABLES, SYLLABLE_ID
 
 WA, TA, BA = SYLLABLE_ID["wa"], SYLLABLE_ID["ta"], SYLLABLE_ID["ba"]

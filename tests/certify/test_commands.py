@@ -12,7 +12,8 @@ import pytest
 
 from rate.errors import RateError
 from tests.helpers import run_rate
-from tinyworld.certify.certify import CertifySettings, certify_policy, load_gold
+from tinyworld.certify.certificate import CertifySettings
+from tinyworld.certify.certify import certify_policy, load_gold
 from tinyworld.certify.recipes import split_gold
 from tinyworld.vocab import FAMILY_ID
 
@@ -90,7 +91,8 @@ def test_a_certifier_scores_its_gold_set_once(small_world, monkeypatch):
 
 
 def test_an_abstaining_certificate_sizes_the_gold_set_that_would_let_it_answer(small_world):
-    from tinyworld.certify.certify import certify_inputs, gather, markdown
+    from tinyworld.certify.certificate import certify_inputs, markdown
+    from tinyworld.certify.certify import gather
     from tinyworld.models import load_policy, load_reward_model
     from tinyworld.studies.certify import fresh_gold, write_fresh_gold
 
@@ -270,7 +272,7 @@ def test_a_rerun_of_an_assessment_certifies_only_the_runs_whose_inputs_changed(
     small_world, tmp_path, monkeypatch, caplog
 ):
     from rate.errors import BusyError
-    from rate.io import folder_lock
+    from rate.provenance import folder_lock
     from tinyworld.certify.assess import JOURNAL, assess_world
     from tinyworld.certify.certify import Certifier
 
@@ -361,7 +363,7 @@ def test_a_policy_name_that_is_not_a_file_name_part_is_refused(item, message):
 
 def test_two_certificates_to_one_out_never_mix(small_world, tmp_path):
     from rate.errors import BusyError
-    from rate.io import folder_lock
+    from rate.provenance import folder_lock
 
     run = small_world / "runs" / "kl002-s1500" / "checkpoint"
     out = tmp_path / "certs" / "cert"
@@ -525,7 +527,7 @@ def test_the_label_free_screen_reads_no_label(small_world, monkeypatch):
     import torch
 
     from tinyworld.certify import recipes
-    from tinyworld.certify.certify import CertifySettings
+    from tinyworld.certify.certificate import CertifySettings
 
     settings = CertifySettings(60, 50)
     policy = small_world / "runs" / "kl05-s800" / "checkpoint"

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from tinyworld.certify.certify import MAX_FAMILY_LOSS, MIN_BALANCED_GAIN, verdict
+from tinyworld.certify.certificate import MAX_FAMILY_LOSS, MIN_BALANCED_GAIN, verdict
 from tinyworld.certify.estimators import (
     Interval,
     abstains,
@@ -161,7 +161,7 @@ def test_abstention_reads_the_kl_of_its_own_draw():
     # The KL that decides abstention is the mean log weight of the second draw (log_w_kl),
     # not of the samples the DR's model averages over: with 100 gold rows the floor is
     # KL <= log(100 / 15) = 1.90.
-    from tinyworld.certify.certify import CertifySettings, FamilyInputs, certify_inputs
+    from tinyworld.certify.certificate import CertifySettings, FamilyInputs, certify_inputs
 
     rng = np.random.default_rng(8)
     log_w, s = rng.normal(-0.05, 0.3, 100), rng.normal(size=100)
@@ -301,7 +301,7 @@ def test_the_balanced_interval_keeps_each_familys_widening():
     # estimate +- t(ESS - 1) * SE. The balanced mix's is the mean +- the families' half-widths
     # in quadrature / 6. Welch's t, used before, gave the mix a quantile near the normal's and
     # so dropped the families' widening: the mix covered 88-92% at the sweep's edge.
-    from tinyworld.certify.certify import CertifySettings, FamilyInputs, certify_inputs
+    from tinyworld.certify.certificate import CertifySettings, FamilyInputs, certify_inputs
 
     rng = np.random.default_rng(4)
     inputs = {}

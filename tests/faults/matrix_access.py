@@ -22,7 +22,8 @@ from tests.faults.harness import (
 )
 from tests.faults.matrix_runs import CANARY
 from tests.faults.scenarios import passed, scenario
-from tinyworld.rl import load_rl_config, train_rl
+from tinyworld.rl import train_rl
+from tinyworld.rl_config import load_rl_config
 
 # -- secrets -------------------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from tests.faults.scenarios import (
     rate,
     scenario,
 )
-from tinyworld.rl import load_rl_config
+from tinyworld.rl_config import load_rl_config
 
 # -- data files ----------------------------------------------------------------------------------
 

@@ -14,15 +14,10 @@ from rate.effects.estimators import Scores
 from rate.effects.stage import clean, compute_effects
 from rate.errors import ConfigError, DataFileError
 from rate.io import atomic_write_json, read_json, write_jsonl
-from rate.plots.figures import (
-    DPI,
-    effects_figure,
-    figure_bytes,
-    rewrite_bias_figure,
-    score_distribution_figure,
-    sweep_figure,
-)
+from rate.plots.distributions import score_distribution_figure
+from rate.plots.figures import DPI, effects_figure, figure_bytes, rewrite_bias_figure
 from rate.plots.stage import make_plots
+from rate.plots.sweeps import sweep_figure
 from rate.plots.tables import effects_summary_table, sample_rewrites_table
 
 PNG = b"\x89PNG\r\n\x1a\n"

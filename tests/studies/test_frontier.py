@@ -210,7 +210,7 @@ def test_bad_frontier_settings_are_one_line_errors(small_world, tmp_path, capsys
 
 def test_a_second_frontier_study_into_a_busy_folder_stops_at_once(small_world, tmp_path, capsys):
     from rate.errors import RateError
-    from rate.io import folder_lock
+    from rate.provenance import folder_lock
 
     out = tmp_path / "o"
 

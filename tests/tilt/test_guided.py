@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from tinyworld.data import pool_from_records
-from tinyworld.models import Policy
+from tinyworld.policy import Policy
 from tinyworld.prompts import make_prompts
 from tinyworld.sampling import response_logprobs
 from tinyworld.tilt.forecast import ess, model_forecast, tilt_weights

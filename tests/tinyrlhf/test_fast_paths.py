@@ -21,9 +21,12 @@ from benchmarks.rl import (
     train_rl_plain,
 )
 from tinyworld.kernels import onednn_available, rl_linear_route
-from tinyworld.models import Policy, RewardModel, load_policy
+from tinyworld.models import load_policy
 from tinyworld.optim import flat_parameters
-from tinyworld.rl import load_rl_config, train_rl
+from tinyworld.policy import Policy
+from tinyworld.reward_model import RewardModel
+from tinyworld.rl import train_rl
+from tinyworld.rl_config import load_rl_config
 from tinyworld.sampling import (
     ResponseLogprobs,
     TracedDecoding,

@@ -25,8 +25,9 @@ from tinyworld.kernels import (
     rl_linear_route,
     weight_gradients_beside,
 )
-from tinyworld.models import Policy
-from tinyworld.rl import flat_parameters, load_rl_config, train_rl
+from tinyworld.policy import Policy
+from tinyworld.rl import flat_parameters, train_rl
+from tinyworld.rl_config import load_rl_config
 from tinyworld.vocab import N_SYLLABLES, PROMPT_LEN, RESPONSE_LEN, VOCAB_SIZE
 
 
@@ -186,7 +187,7 @@ def test_keep_freed_memory_stops_the_page_faults_of_repeated_passes():
     script = textwrap.dedent(
         """
         import json, resource, torch
-        from tinyworld.models import RewardModel
+        from tinyworld.reward_model import RewardModel
         rm = RewardModel().eval()
         p, r = torch.randint(0, 39, (128, 6)), torch.randint(0, 24, (128, 8))
         def faults():

@@ -6,13 +6,9 @@ import pytest
 import torch
 
 from rate.errors import RateError
-from tinyworld.models import (
-    Policy,
-    RewardModel,
-    load_policy,
-    load_reward_model,
-    save_model,
-)
+from tinyworld.models import load_policy, load_reward_model, save_model
+from tinyworld.policy import Policy
+from tinyworld.reward_model import RewardModel
 from tinyworld.sampling import response_logprobs, sample, sample_without_cache, sequence_kl
 from tinyworld.vocab import PROMPT_LEN, RESPONSE_LEN, encode_prompts
 

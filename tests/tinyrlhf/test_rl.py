@@ -11,7 +11,8 @@ import torch
 from rate.errors import ConfigError, RateError
 from tests.helpers import ROOT
 from tinyworld.models import load_policy
-from tinyworld.rl import RLConfig, load_rl_config, train_rl
+from tinyworld.rl import train_rl
+from tinyworld.rl_config import RLConfig, load_rl_config
 
 
 def test_defaults_are_the_published_recipe():
@@ -299,13 +300,13 @@ def test_a_run_folder_in_use_by_another_process_is_refused(small_world, tmp_path
     import time
 
     from rate.errors import BusyError
-    from rate.io import folder_lock
+    from rate.provenance import folder_lock
     from tinyworld.rl import run_lock_name
     from tinyworld.studies.release import run_release_study
 
     out = tmp_path / "run"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom rate.io import folder_lock\n"
+        [sys.executable, "-c", "import sys, time\nfrom rate.provenance import folder_lock\n"
          f"with folder_lock({str(tmp_path)!r}, RuntimeError, {run_lock_name(out)!r}):\n"
          "    print('held', flush=True)\n    time.sleep(60)"],
         stdout=subprocess.PIPE, text=True,

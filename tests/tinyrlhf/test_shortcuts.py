@@ -7,8 +7,8 @@ import torch
 from torch import nn
 
 from tinyworld import labels
-from tinyworld.models import Policy
 from tinyworld.oracle import Oracle
+from tinyworld.policy import Policy
 from tinyworld.shortcuts import (
     check_world_shortcuts,
     measure_shortcuts,

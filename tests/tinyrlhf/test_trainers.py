@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from tinyworld.best_of_n import best_of_n
-from tinyworld.models import Policy, RewardModel
+from tinyworld.policy import Policy
+from tinyworld.reward_model import RewardModel
 from tinyworld.rl import shaped_advantages
 from tinyworld.rm_train import train_reward_model
 from tinyworld.sampling import sample, score

@@ -47,6 +47,7 @@ ALLOWED = {
 }
 MUST_STAY_BLIND = [
     "tinyworld.rl",
+    "tinyworld.rl_config",
     "tinyworld.sft",
     "tinyworld.rm_train",
     "tinyworld.best_of_n",

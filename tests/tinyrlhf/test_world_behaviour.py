@@ -15,7 +15,8 @@ import pytest
 from rate.io import read_jsonl
 from tinyworld.evaluate import evaluate_policy, load_oracle, world_statistics
 from tinyworld.models import load_policy, load_reward_model
-from tinyworld.rl import load_rl_config, train_rl
+from tinyworld.rl import train_rl
+from tinyworld.rl_config import load_rl_config
 from tinyworld.vocab import FAMILIES
 
 pytestmark = pytest.mark.slow

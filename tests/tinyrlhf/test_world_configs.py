@@ -18,8 +18,8 @@ import torch
 from rate.errors import ConfigError
 from rate.schema import to_dict
 from tinyworld.evaluate import load_oracle, world_statistics
-from tinyworld.models import Policy
 from tinyworld.oracle import Oracle
+from tinyworld.policy import Policy
 from tinyworld.shortcuts import (
     SHORTCUTS_FILE,
     VALID_RATIO,

@@ -1,4 +1,6 @@
-"""Stage 4, plots: figures and tables from effect files, scored files and synthetic sweeps.
+"""Stage 4, plots: the figures of effect files, and the canvas, styles and layout every figure
+shares (the score-distribution figure is in :mod:`rate.plots.distributions`, the synthetic-sweep
+figure in :mod:`rate.plots.sweeps`).
 
 Every figure function returns a matplotlib ``Figure`` drawn on the Agg canvas. Figures are built
 with the object-oriented API, never through pyplot, so no figure is registered globally, nothing
@@ -13,50 +15,26 @@ the ATT or ATU where the ATE is null (marked on the plot).
 Every plotted artist carries a ``gid`` so that tests and notebooks can find it:
 ``"<series>@<row>"`` for a point, ``"<series>/normal@<row>"`` and ``"<series>/bootstrap@<row>"``
 for its intervals, ``"truth@<row>"`` for the true effect.
-
-Synthetic sweep files (``PROJECT_DIR/plots/synthetic/*.json``), drawn by ``sweep_figure``::
-
-    {
-      "experiment": "correlation_sweep",        # a short name, for file names and logs
-      "title": "Estimates as W and length become correlated",
-      "x_label": "correlation of W with length",
-      "y_label": "estimated effect",             # optional; default "estimated effect"
-      "levels": [0.0, 0.2, 0.4],                 # the x values
-      "series": {                                # any of these names, others are drawn too
-        "naive":          {"estimate": [...], "low": [...], "high": [...]},
-        "single_rewrite": {...},
-        "rate":           {...},
-        "truth":          {"estimate": [...]}    # low/high optional for every series
-      },
-      "slopes": {"naive": 0.8, "rate": 0.01}     # optional: fitted slope of estimate on level
-    }
-
-Each list has one entry per level; an entry may be null (not estimated at that level).
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import textwrap
 from collections.abc import Sequence
 from io import BytesIO
 
-import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
 from rate.effects.estimators import ESTIMANDS, estimator
-from rate.errors import DataFileError
 from rate.plots.values import (
     interval,
     level_text,
-    num,
     rate_key,
     rm_name,
     row_label,
@@ -66,7 +44,7 @@ from rate.plots.values import (
     value,
 )
 from rate.records import COMPLETIONS as DATA_COMPLETIONS
-from rate.records import ORIGINAL, PERFECT, REWRITE, REWRITTEN, W, reward_keys, scores_of
+from rate.records import ORIGINAL, PERFECT, REWRITE, REWRITTEN
 
 log = logging.getLogger(__name__)
 
@@ -372,106 +350,4 @@ def rewrite_bias_figure(effects: dict, normalized: bool = True) -> Figure:
         bootstrap="bootstrap" in (effects.get("intervals") or {}),
         truth=bool(effects.get("truth")),
     )
-    return _fit(fig)
-
-
-def score_distribution_figure(rows: list[dict], reward_key: str) -> Figure:
-    """Histograms of the scores of the originals, rewrites and rewrites of rewrites (and the
-    true counterfactuals, where known): one small panel per completion (rows) and W value
-    (columns), on one score axis, so that no histogram hides another; a dotted line marks
-    each mean. Axes carry the gid ``"W=<w>/<completion>"``."""
-    present = reward_keys(rows)
-    if reward_key not in present:
-        raise DataFileError(
-            f"no scores under reward_key {reward_key!r}; reward keys present: "
-            f"{', '.join(present) or '(none: score the file first)'}"
-        )
-    data = {(w, c): scores_of(rows, reward_key, w, c) for w in (True, False) for c in COMPLETIONS}
-    completions = [c for c in COMPLETIONS if any(data[(w, c)].size for w in (True, False))]
-    every = np.concatenate([data[(w, c)] for w in (True, False) for c in completions])
-    edges = np.histogram_bin_edges(every, bins=int(np.clip(np.sqrt(every.size), 5, 40)))
-    fig = _agg_figure(9.0, 1.2 * len(completions) + 1.3)
-    axes = fig.subplots(len(completions), 2, sharex=True, squeeze=False)
-    for j, w in enumerate((True, False)):
-        n = sum(1 for r in rows if r.get(W) is w)
-        axes[0, j].set_title(f"W = {int(w)} (n = {n})", fontsize=PANEL_FONT)
-        axes[-1, j].set_xlabel(f"score ({reward_key})", fontsize=PANEL_FONT)
-        for i, c in enumerate(completions):
-            ax, vals, colour = axes[i, j], data[(w, c)], COMPLETION_COLOURS[c]
-            ax.set_gid(f"W={int(w)}/{c}")
-            if j == 0:
-                ax.set_ylabel(_wrap(c, 12), fontsize=PANEL_FONT)
-            if not vals.size:
-                ax.text(0.5, 0.5, f"no {c} scores with W = {int(w)}", transform=ax.transAxes,
-                        ha="center", va="center", fontsize=MIN_FONT, color="0.4")  # fmt: skip
-                continue
-            counts, _ = np.histogram(vals, bins=edges)
-            ax.stairs(counts, edges, fill=True, facecolor=to_rgba(colour, 0.3),
-                      edgecolor=colour, lw=1.2, gid=c)  # fmt: skip
-            ax.axvline(vals.mean(), color=colour, ls=":", lw=1.5, gid=f"mean/{c}")
-            ax.text(0.99, 0.92, f"mean {vals.mean():.3g}", transform=ax.transAxes, ha="right",
-                    va="top", fontsize=MIN_FONT, color=colour)  # fmt: skip
-            ax.set_ylim(0, max(1, counts.max()) * 1.3)  # room for the mean's label
-    fig.supylabel("examples", fontsize=PANEL_FONT)
-    fig.suptitle(
-        "Scores of originals vs rewrites and rewrites of rewrites, by W", fontsize=TITLE_FONT
-    )
-    return _fit(fig)
-
-
-def _sweep_array(sweep: dict, name: str, field: str, n: int) -> np.ndarray | None:
-    values = sweep["series"][name].get(field)
-    if values is None:
-        return None
-    if not isinstance(values, list) or len(values) != n:
-        raise DataFileError(
-            f"sweep {sweep.get('experiment')!r}: series.{name}.{field} must be a list with one "
-            f"entry per level ({n})"
-        )
-    return np.array([math.nan if num(v) is None else float(v) for v in values])
-
-
-def sweep_figure(sweep: dict) -> Figure:
-    """Estimate vs level for each series of a synthetic sweep (format: the module docstring),
-    with shaded interval bands and the fitted slope in the legend."""
-    levels, series = sweep.get("levels"), sweep.get("series")
-    name = sweep.get("experiment", "?")
-    if not isinstance(levels, list) or not levels or not isinstance(series, dict) or not series:
-        raise DataFileError(
-            f"sweep {name!r}: needs 'levels' (a list of numbers) and 'series' "
-            "({name: {estimate, low, high}}); see the format in rate.plots"
-        )
-    x = np.array([float(v) for v in levels])
-    slopes = sweep.get("slopes") or {}
-    fig = _agg_figure(6.5, 4.0)
-    ax = fig.subplots()
-    for s in sorted(series, key=lambda s: list(STYLE).index(s) if s in STYLE else len(STYLE)):
-        if not isinstance(series[s], dict):
-            raise DataFileError(f"sweep {name!r}: series.{s} must be an object")
-        colour, marker, label = STYLE.get(s, (None, "o", s))
-        est = _sweep_array(sweep, s, "estimate", len(x))
-        if est is None:
-            raise DataFileError(f"sweep {name!r}: series.{s} has no 'estimate'")
-        low, high = _sweep_array(sweep, s, "low", len(x)), _sweep_array(sweep, s, "high", len(x))
-        slope = num(slopes.get(s))
-        if slope is not None:
-            label = f"{label} (slope {slope:.3g})"
-        is_truth = s == "truth"
-        (line,) = ax.plot(
-            x,
-            est,
-            color=colour,
-            marker=marker or None,
-            ls="--" if is_truth else "-",
-            label=label,
-            gid=f"sweep/{s}",
-        )
-        if low is not None and high is not None:
-            ax.fill_between(
-                x, low, high, color=line.get_color(), alpha=0.2, lw=0, gid=f"sweep/{s}/band"
-            )
-    ax.set_xlabel(str(sweep.get("x_label") or "level"), fontsize=PANEL_FONT)
-    ax.set_ylabel(str(sweep.get("y_label") or "estimated effect"), fontsize=PANEL_FONT)
-    ax.set_title(str(sweep.get("title") or name), fontsize=PANEL_FONT)
-    ax.legend(fontsize=MIN_FONT)
     return _fit(fig)

@@ -16,15 +16,12 @@ from matplotlib.figure import Figure
 
 from rate.config import Config, config_record
 from rate.errors import ConfigError, DataFileError
-from rate.io import atomic_write_bytes, atomic_write_text, ensure_dir, read_json
-from rate.plots.figures import (
-    effects_figure,
-    figure_bytes,
-    rewrite_bias_figure,
-    score_distribution_figure,
-    sweep_figure,
-)
+from rate.fs import ensure_dir
+from rate.io import atomic_write_bytes, atomic_write_text, read_json
+from rate.plots.distributions import score_distribution_figure
+from rate.plots.figures import effects_figure, figure_bytes, rewrite_bias_figure
 from rate.plots.select import glob_inside, is_glob, run_kind
+from rate.plots.sweeps import sweep_figure
 from rate.plots.tables import effects_summary_table, sample_rewrites_table
 from rate.records import read_examples, reward_keys
 from rate.results.record import run_record, write_run_record
@@ -129,7 +126,7 @@ def make_plots(
         sweep = read_json(p)
         if not isinstance(sweep, dict):
             raise DataFileError(
-                f"{p}: expected a sweep object; see the format in rate.plots.figures"
+                f"{p}: expected a sweep object; see the format in rate.plots.sweeps"
             )
         try:
             fig = sweep_figure(sweep)

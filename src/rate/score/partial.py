@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from rate.errors import BusyError
-from rate.io import apply_group_permissions, atomic_write_bytes, ensure_dir, write_error
+from rate.fs import apply_group_permissions, ensure_dir, write_error
+from rate.io import atomic_write_bytes
 
 
 def _fingerprint(path: Path, reward_key: str, scorer: dict) -> str:

@@ -16,7 +16,8 @@ from pathlib import Path
 import yaml
 
 from rate.config import Config, load_config
-from rate.io import apply_group_permissions, atomic_write_json, atomic_write_text, ensure_dir
+from rate.fs import apply_group_permissions, ensure_dir
+from rate.io import atomic_write_json, atomic_write_text
 from rate.schema import to_dict
 from rate.score.shards import missing_shards
 from rate.score.stage import ScoringInput, scoring_input

@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_semisynthetic_text(args: argparse.Namespace) -> int:
-    from rate.io import ensure_dir
+    from rate.fs import ensure_dir
     from rate.studies.semisynthetic_text import result_table, run_semisynthetic_text
 
     out = ensure_dir(args.out or project_dir() / "plots" / "semisynthetic_text")  # fails now

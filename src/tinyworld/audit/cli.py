@@ -61,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_audit(args: argparse.Namespace) -> int:
     from rate.config_docs import reference_text
     from rate.errors import ConfigError
-    from rate.io import ensure_dir
+    from rate.fs import ensure_dir
     from rate.schema import flat_assignments, from_dict
     from tinyworld.audit.report import markdown, write_reports
     from tinyworld.audit.run import load_inputs, run_audit

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tinyworld.models import RewardModel
+from tinyworld.reward_model import RewardModel
 from tinyworld.sampling import score
 from tinyworld.vocab import N_SYLLABLES, RESPONSE_LEN, SYLLABLE_ID
 

@@ -23,7 +23,9 @@ from tinyworld.audit.baselines import naive_scan, ridge_scan
 from tinyworld.audit.complexes import measure_complexes
 from tinyworld.audit.scan import AuditSettings, audit_family, decide, family_inputs
 from tinyworld.data import LabelledSet, PromptPool, load_labelled, load_prompts
-from tinyworld.models import Policy, RewardModel, load_policy, load_reward_model
+from tinyworld.models import load_policy, load_reward_model
+from tinyworld.policy import Policy
+from tinyworld.reward_model import RewardModel
 from tinyworld.vocab import FAMILIES
 
 log = logging.getLogger(__name__)

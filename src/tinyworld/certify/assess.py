@@ -2,7 +2,7 @@
 the issues found. Analysis code: it reads the runs, the audit's flags and the gold labels,
 never the world's truth.
 
-The decision is the certification's guardrails (:func:`tinyworld.certify.certify.verdict`); the
+The decision is the certification's guardrails (:func:`tinyworld.certify.certificate.verdict`); the
 other findings say why a run failed them, or what to watch in one that passed:
 
 - a flagged shortcut feature (from the audit) whose use rose over the reference's;
@@ -25,16 +25,10 @@ import torch
 
 from rate.code_digest import code_digest
 from rate.errors import BusyError, ConfigError, RateError
-from rate.io import (
-    atomic_write_json,
-    atomic_write_text,
-    content_digest,
-    folder_lock,
-    keep,
-    read_json,
-    read_kept,
-)
-from tinyworld.certify.certify import Certifier, CertifySettings, certifier_digest, load_gold
+from rate.io import atomic_write_json, atomic_write_text, read_json
+from rate.provenance import content_digest, folder_lock, keep, read_kept
+from tinyworld.certify.certificate import CertifySettings
+from tinyworld.certify.certify import Certifier, certifier_digest, load_gold
 from tinyworld.data import pool_from_records
 from tinyworld.models import load_policy
 from tinyworld.prompts import balanced, make_prompts

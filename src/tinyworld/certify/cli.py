@@ -60,7 +60,7 @@ def _settings_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _settings(args: argparse.Namespace):
-    from tinyworld.certify.certify import CertifySettings
+    from tinyworld.certify.certificate import CertifySettings
 
     for name in ("fresh", "replicates"):
         if getattr(args, name) < 2:
@@ -160,8 +160,10 @@ def cmd_certify(args: argparse.Namespace) -> int:
     import contextlib
 
     from rate.errors import BusyError
-    from rate.io import atomic_write_json, atomic_write_text, folder_lock
-    from tinyworld.certify.certify import certify_policy, markdown
+    from rate.io import atomic_write_json, atomic_write_text
+    from rate.provenance import folder_lock
+    from tinyworld.certify.certificate import markdown
+    from tinyworld.certify.certify import certify_policy
 
     settings = _settings(args)
     busy = lambda pid: BusyError(  # noqa: E731

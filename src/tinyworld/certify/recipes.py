@@ -24,23 +24,17 @@ import numpy as np
 
 from rate.code_digest import code_digest
 from rate.errors import BusyError, ConfigError
-from rate.io import (
-    atomic_write_json,
-    atomic_write_text,
-    check_made_from,
-    content_digest,
-    folder_lock,
-    keep,
-    read_json,
-    read_kept,
-)
+from rate.io import atomic_write_json, atomic_write_text, read_json
 from rate.parallel import run_jobs
 from rate.progress import progress
-from tinyworld.certify.certify import Certifier, CertifySettings, certifier_digest, load_gold
+from rate.provenance import check_made_from, content_digest, folder_lock, keep, read_kept
+from tinyworld.certify.certificate import CertifySettings
+from tinyworld.certify.certify import Certifier, certifier_digest, load_gold
 from tinyworld.certify.estimators import abstains, ess
 from tinyworld.data import LabelledSet, build_digest
 from tinyworld.models import load_policy
-from tinyworld.rl import load_rl_config, train_rl
+from tinyworld.rl import train_rl
+from tinyworld.rl_config import load_rl_config
 from tinyworld.vocab import FAMILIES
 
 log = logging.getLogger(__name__)

@@ -21,27 +21,27 @@ import torch
 
 from rate.code_digest import code_digest
 from rate.errors import BusyError, RateError
+from rate.fs import write_error
 from rate.io import (
     atomic_write_bytes,
     atomic_write_json,
-    content_digest,
-    folder_lock,
     json_safe,
     jsonl_writer,
     link_new,
     read_json,
-    write_error,
     write_temp,
 )
 from rate.progress import progress
+from rate.provenance import content_digest, folder_lock
 from rate.store import git_commit
-from tinyworld.certify.certify import Certifier, CertifySettings, certify_inputs
+from tinyworld.certify.certificate import CertifySettings, certify_inputs
+from tinyworld.certify.certify import Certifier
 from tinyworld.data import LabelledSet, labelled_rows, pool_from_records
 from tinyworld.evaluate import TRUTH_FILE, evaluate_policy, load_oracle
 from tinyworld.labels import expert_labels
 from tinyworld.models import load_policy, load_reward_model
 from tinyworld.prompts import balanced, make_prompts
-from tinyworld.rl import load_reward_wrapper
+from tinyworld.rl_config import load_reward_wrapper
 from tinyworld.sampling import sample
 from tinyworld.vocab import FAMILIES
 
@@ -94,7 +94,7 @@ def write_fresh_gold(world: Path, per_family: int, seed: int, out: Path) -> int:
     written, claiming the name (an existing file is never replaced). -> its rows.
 
     A harness: the oracle labels it, as an expert would label more reference samples when a
-    certificate abstains and says how many it needs (:func:`tinyworld.certify.certify.plan_gold`)."""
+    certificate abstains and says how many it needs (:func:`tinyworld.certify.certificate.plan_gold`)."""
     out = Path(out)
     if out.exists():
         raise RateError(f"{out}: exists; choose another --out (a gold set is never replaced)")

@@ -174,7 +174,8 @@ def _world(args: argparse.Namespace) -> Path:
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
-    from rate.io import atomic_write_json, atomic_write_text, ensure_dir
+    from rate.fs import ensure_dir
+    from rate.io import atomic_write_json, atomic_write_text
     from rate.store import timestamp
     from tinyworld.studies.coverage import coverage_study, coverage_table
 
@@ -200,7 +201,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
 
 
 def cmd_synthetic(args: argparse.Namespace) -> int:
-    from rate.io import ensure_dir
+    from rate.fs import ensure_dir
     from tinyworld.studies.synthetic import run_synthetic
 
     out = ensure_dir(args.out or project_dir() / "plots" / "synthetic")  # fails now, not after
@@ -213,7 +214,8 @@ def cmd_synthetic(args: argparse.Namespace) -> int:
 
 
 def cmd_audit_study(args: argparse.Namespace) -> int:
-    from rate.io import atomic_write_json, atomic_write_text, ensure_dir, json_safe
+    from rate.fs import ensure_dir
+    from rate.io import atomic_write_json, atomic_write_text, json_safe
     from rate.schema import flat_assignments, from_dict
     from rate.store import timestamp
     from tinyworld.audit.scan import AuditSettings
@@ -377,7 +379,8 @@ def proposal_cells(items: list[str]) -> dict[tuple[str, float], Path]:
 
 
 def cmd_tilt_study(args: argparse.Namespace) -> int:
-    from rate.io import atomic_write_json, atomic_write_text, ensure_dir, json_safe
+    from rate.fs import ensure_dir
+    from rate.io import atomic_write_json, atomic_write_text, json_safe
     from tinyworld.studies.tilt import study_table, tilt_study
     from tinyworld.tilt.report import write_report
 
@@ -402,7 +405,8 @@ def cmd_tilt_study(args: argparse.Namespace) -> int:
 
 def cmd_frontier(args: argparse.Namespace) -> int:
     from rate.errors import BusyError, ConfigError
-    from rate.io import atomic_write_json, atomic_write_text, folder_lock
+    from rate.io import atomic_write_json, atomic_write_text
+    from rate.provenance import folder_lock
     from tinyworld.certify.cli import named_paths
     from tinyworld.studies.frontier import check_gold_rows, frontier_study, markdown
 

@@ -38,8 +38,9 @@ from rate.progress import progress
 from tinyworld.certify.estimators import ESS_MIN, SUPPORT_MIN
 from tinyworld.data import pool_from_records, require_world
 from tinyworld.evaluate import evaluate_policy, load_oracle
-from tinyworld.models import Policy, load_policy
+from tinyworld.models import load_policy
 from tinyworld.oracle import Oracle
+from tinyworld.policy import Policy
 from tinyworld.prompts import make_prompts
 from tinyworld.sampling import sample
 from tinyworld.vocab import FAMILIES, FAMILY_ID, RESPONSE_LEN

@@ -15,14 +15,9 @@ import math
 from pathlib import Path
 
 from rate.errors import BusyError
-from rate.io import (
-    atomic_write_json,
-    check_made_from,
-    content_digest,
-    folder_lock,
-    read_json,
-)
+from rate.io import atomic_write_json, read_json
 from rate.parallel import run_jobs
+from rate.provenance import check_made_from, content_digest, folder_lock
 from tinyworld.audit.run import load_inputs, run_audit
 from tinyworld.audit.scan import AuditSettings
 from tinyworld.audit.wrapper import corrections, tokens_without_positions, write_corrections
@@ -30,7 +25,8 @@ from tinyworld.audit_truth import oracle_corrections
 from tinyworld.data import build_digest
 from tinyworld.evaluate import TRUTH_FILE, evaluate_policy, load_oracle
 from tinyworld.models import load_policy, load_reward_model
-from tinyworld.rl import load_rl_config, train_rl
+from tinyworld.rl import train_rl
+from tinyworld.rl_config import load_rl_config
 from tinyworld.vocab import FAMILIES
 
 log = logging.getLogger(__name__)

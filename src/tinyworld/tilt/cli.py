@@ -28,7 +28,7 @@ def register(tiny: argparse._SubParsersAction) -> None:
 
 
 def cmd_tilt(args: argparse.Namespace) -> int:
-    from rate.io import ensure_dir
+    from rate.fs import ensure_dir
     from tinyworld.tilt.report import markdown, write_report
     from tinyworld.tilt.run import tilt_analysis
 

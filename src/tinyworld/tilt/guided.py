@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from tinyworld.data import PromptPool, pool_from_records
-from tinyworld.models import Decoder, Policy
+from tinyworld.policy import Decoder, Policy
 from tinyworld.prompts import make_prompts
 from tinyworld.sampling import draw, gumbel_noise
 from tinyworld.vocab import N_SYLLABLES, PROMPT_LEN, RESPONSE_LEN

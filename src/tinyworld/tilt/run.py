@@ -15,9 +15,11 @@ import torch
 from rate.errors import ConfigError
 from rate.progress import progress
 from tinyworld.data import PromptPool, load_labelled, pool_from_records, require_world
-from tinyworld.models import Policy, RewardModel, load_policy, load_reward_model
+from tinyworld.models import load_policy, load_reward_model
+from tinyworld.policy import Policy
 from tinyworld.prompts import make_prompts
-from tinyworld.rl import RewardTransform, apply_reward_wrapper, load_reward_wrapper
+from tinyworld.reward_model import RewardModel
+from tinyworld.rl_config import RewardTransform, apply_reward_wrapper, load_reward_wrapper
 from tinyworld.sampling import sample, score
 from tinyworld.tilt.forecast import (
     BEYOND_MAX,

@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from rate.io import apply_group_permissions, ensure_dir
+from rate.fs import apply_group_permissions, ensure_dir
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from rate.errors import DataFileError, RateError
-from rate.io import atomic_write_json, folder_lock, read_json
+from rate.io import atomic_write_json, read_json
+from rate.provenance import folder_lock
 
 FORMAT = "rate.openai_batch.manifest/1"
 

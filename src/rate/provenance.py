@@ -1,0 +1,132 @@
+"""Folder locks, content digests, and the kept values and made-from records keyed by them."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from rate.errors import DataFileError, RateError
+from rate.fs import PathLike, apply_group_permissions, ensure_dir, write_error
+from rate.io import _read_error, atomic_write_json, json_safe, read_json
+
+log = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def folder_lock(
+    folder: PathLike, busy: Callable[[str], RateError], name: str = ".lock"
+) -> Iterator[None]:
+    """Hold ``folder``'s lock (an ``flock`` on ``folder/name``) while the block runs, so that
+    two processes never drive the same output folder at once; the kernel drops it when its
+    process dies, however it dies. If another live process holds it, raise ``busy(pid)``."""
+    ensure_dir(folder)
+    path = Path(folder) / name
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as err:
+        raise write_error(path, err) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            raise busy(holder) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        apply_group_permissions(path)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def content_digest(*parts: Any, paths: Iterable[PathLike | None] = ()) -> str:
+    """A sha256 hex digest of ``parts`` (as JSON) and of the bytes under ``paths``: a file's
+    bytes, a folder's files by their names within it (hidden ones, such as locks and the
+    temporary files of writes under way, left out), and a missing path (or None) as such. A
+    result cached under it is reused only on the same inputs, wherever they were moved."""
+    h = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode() + b"\0")
+    for i, path in enumerate(paths):
+        h.update(f"path {i}\0".encode())
+        p = Path(path) if path is not None else None
+        if p is None or not p.exists():
+            h.update(b"missing\0")
+            continue
+        files = (
+            [p]
+            if p.is_file()
+            else sorted(
+                f
+                for f in p.rglob("*")
+                if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts)
+            )
+        )
+        for f in files:
+            name = f.relative_to(p).as_posix() if f != p else "."
+            try:
+                with open(f, "rb") as stream:
+                    # The size first: no file's bytes can pass for another name and file.
+                    h.update(f"{name}\0{os.fstat(stream.fileno()).st_size}\0".encode())
+                    for block in iter(lambda: stream.read(1 << 20), b""):
+                        h.update(block)
+            except OSError as err:
+                raise _read_error(f, err) from None
+    return h.hexdigest()
+
+
+def read_kept(path: PathLike, key: str) -> Any | None:
+    """The value :func:`keep` wrote to ``path`` under ``key``; None when there is none, it
+    was kept under another key (its inputs changed), or the file is damaged (logged: what is
+    damaged is computed anew, not trusted)."""
+    p = Path(path)
+    if not p.is_file():
+        return None
+    try:
+        kept = read_json(p)
+    except DataFileError as err:
+        log.warning("%s; computing it anew", err)
+        return None
+    if isinstance(kept, dict) and kept.get("key") == key and "value" in kept:
+        return kept["value"]
+    return None
+
+
+def keep(path: PathLike, key: str, value: Any) -> None:
+    """Keep ``value`` at ``path`` (atomically) for :func:`read_kept` under ``key``, a
+    :func:`content_digest` of what it was computed from."""
+    atomic_write_json(path, {"key": key, "value": value})
+
+
+# The record of what an output folder's work is made from (:func:`check_made_from`).
+MADE_FROM = ".made_from.json"
+
+
+def check_made_from(folder: PathLike, made_from: dict[str, Any], what: str) -> None:
+    """Record in ``folder`` what its work is made from, or, where a record is there already,
+    refuse to go on from another: a rerun resumes its own work and never mixes in work made
+    from other inputs (``what`` names the work in the error). Call it under the folder's
+    lock."""
+    path = Path(folder) / MADE_FROM
+    record = json_safe(made_from)
+    if path.is_file():
+        try:
+            before = read_json(path)
+        except DataFileError:
+            before = None
+        if before != record:
+            before = before if isinstance(before, dict) else {}  # a damaged record: all differ
+            changed = sorted(
+                k for k in record.keys() | before.keys() if before.get(k, ...) != record.get(k)
+            )
+            raise RateError(
+                f"{folder}: holds {what} made from other inputs ({', '.join(changed)} differ); "
+                "choose another --out, or delete the folder to start over"
+            )
+        return
+    atomic_write_json(path, record)

@@ -29,8 +29,8 @@ from tinyworld.certify.assess import runs_of
 from tinyworld.certify.certify import (
     DEFAULTS,
     Certifier,
+    CertifyFamilyInputs,
     CertifySettings,
-    FamilyInputs,
     certify_inputs,
     gather,
     load_gold,
@@ -171,7 +171,7 @@ def plain_dr_replicates(
     return total
 
 
-def dr_bootstrap(x: FamilyInputs, settings: CertifySettings, plain: bool) -> np.ndarray:
+def dr_bootstrap(x: CertifyFamilyInputs, settings: CertifySettings, plain: bool) -> np.ndarray:
     """One family's doubly robust bootstrap replicates, drawn as :func:`certify_inputs` draws
     them: plain numpy's way or ours."""
     rng = np.random.default_rng([settings.seed, 0xCE27])
@@ -184,7 +184,7 @@ def dr_bootstrap(x: FamilyInputs, settings: CertifySettings, plain: bool) -> np.
     return dr(x.y, x.log_w, cov, fresh_cov, folds, counts, fresh_counts)
 
 
-def bench_dr_bootstrap(inputs: dict[str, FamilyInputs], settings: CertifySettings) -> dict:
+def bench_dr_bootstrap(inputs: dict[str, CertifyFamilyInputs], settings: CertifySettings) -> dict:
     """Seconds for every family's DR bootstrap, plain numpy's way and ours, interleaved over
     :data:`SCREEN_ROUNDS` rounds, and the largest difference of their replicates."""
     times: dict[str, list[float]] = {"plain": [], "ours": []}

@@ -71,7 +71,7 @@ DEFAULTS = CertifySettings()
 
 
 @dataclass
-class FamilyInputs:
+class CertifyFamilyInputs:
     """One family's gold set (labels, log weights, corrected rewards) and fresh samples."""
 
     y: np.ndarray
@@ -191,7 +191,7 @@ class Certifier:
 
     def inputs(
         self, policy: Policy, settings: CertifySettings = DEFAULTS
-    ) -> dict[str, FamilyInputs]:
+    ) -> dict[str, CertifyFamilyInputs]:
         """Per family present in the gold set: the inputs of the estimators.
 
         The KL that decides abstention comes from its own draw of the new policy, not from the
@@ -222,7 +222,7 @@ class Certifier:
             if not m.any():
                 continue
             mf = (fresh.families == f).numpy()
-            out[fam] = FamilyInputs(
+            out[fam] = CertifyFamilyInputs(
                 y[m], log_w[m], s[m], s_fresh[mf], log_w_fresh[mf], log_w_kl[mf]
             )
         return out
@@ -250,13 +250,15 @@ def gather(
     transform: RewardTransform | None = None,
     wrapper_name: str = "",
     settings: CertifySettings = DEFAULTS,
-) -> dict[str, FamilyInputs]:
+) -> dict[str, CertifyFamilyInputs]:
     """Per family present in ``gold``: the inputs of the estimators (:meth:`Certifier.inputs`
     of a certifier used once)."""
     return Certifier(gold, reference, rm, transform, wrapper_name).inputs(policy, settings)
 
 
-def certify_inputs(inputs: dict[str, FamilyInputs], settings: CertifySettings = DEFAULTS) -> dict:
+def certify_inputs(
+    inputs: dict[str, CertifyFamilyInputs], settings: CertifySettings = DEFAULTS
+) -> dict:
     """Per family and on the balanced mix: SNIPS and DR with intervals, the gain over the
     reference (paired on the same gold set), ESS, KL, abstentions and the guardrail verdict."""
     rng = np.random.default_rng([settings.seed, 0xCE27])

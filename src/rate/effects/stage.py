@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rate.catalog import templates_with_reward_key
 from rate.columns import ScoreColumns, columns_from_rows, concat_columns, score_columns
 from rate.config import Config, EffectsConfig, config_record
 from rate.effects.bootstrap import percentile_intervals
@@ -41,7 +42,6 @@ from rate.io import json_writer
 from rate.records import W
 from rate.rewrite.checks import PASSING
 from rate.schema import to_dict
-from rate.score.backends import templates_with_reward_key
 from rate.stats import z_quantile
 from rate.store import Layout, StemSet, effects_stem, publish, resolve_input, scored_stems
 from rate.templates import scoring_template_names

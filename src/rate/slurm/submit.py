@@ -15,7 +15,8 @@ from pathlib import Path
 
 import yaml
 
-from rate.config import Config, load_config
+from rate.catalog import load_config
+from rate.config import Config
 from rate.io import apply_group_permissions, atomic_write_json, atomic_write_text, ensure_dir
 from rate.schema import to_dict
 from rate.score.shards import missing_shards

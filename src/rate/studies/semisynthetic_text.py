@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rate.catalog import load_dataset_template
+from rate.catalog import load_dataset_template, load_scoring_template
 from rate.effects.estimators import Scores, estimator
 from rate.effects.stage import compute_effects
 from rate.io import atomic_write_json, atomic_write_text
@@ -36,7 +36,7 @@ from rate.packaged import DRUG_SPLITS, drug_reviews
 from rate.plots.stage import make_plots
 from rate.records import ORIGINAL, PROMPT, REWRITE, REWRITTEN, TEXTS, W
 from rate.rewrite.stage import build_dataset
-from rate.score.backends import build_scorer, load_scoring_template
+from rate.score.backends import build_scorer
 from rate.stats import slope, z_quantile
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,12 @@ import numpy as np
 from benchmarks.timing import timed
 from rate.errors import DataFileError
 from tinyworld.certify.assess import runs_of
-from tinyworld.certify.certificate import DEFAULTS, CertifySettings, FamilyInputs, certify_inputs
+from tinyworld.certify.certificate import (
+    DEFAULTS,
+    CertifyFamilyInputs,
+    CertifySettings,
+    certify_inputs,
+)
 from tinyworld.certify.certify import Certifier, gather, load_gold
 from tinyworld.certify.estimators import (
     bootstrap_counts,
@@ -164,7 +169,7 @@ def plain_dr_replicates(
     return total
 
 
-def dr_bootstrap(x: FamilyInputs, settings: CertifySettings, plain: bool) -> np.ndarray:
+def dr_bootstrap(x: CertifyFamilyInputs, settings: CertifySettings, plain: bool) -> np.ndarray:
     """One family's doubly robust bootstrap replicates, drawn as :func:`certify_inputs` draws
     them: plain numpy's way or ours."""
     rng = np.random.default_rng([settings.seed, 0xCE27])
@@ -177,7 +182,7 @@ def dr_bootstrap(x: FamilyInputs, settings: CertifySettings, plain: bool) -> np.
     return dr(x.y, x.log_w, cov, fresh_cov, folds, counts, fresh_counts)
 
 
-def bench_dr_bootstrap(inputs: dict[str, FamilyInputs], settings: CertifySettings) -> dict:
+def bench_dr_bootstrap(inputs: dict[str, CertifyFamilyInputs], settings: CertifySettings) -> dict:
     """Seconds for every family's DR bootstrap, plain numpy's way and ours, interleaved over
     :data:`SCREEN_ROUNDS` rounds, and the largest difference of their replicates."""
     times: dict[str, list[float]] = {"plain": [], "ours": []}

@@ -19,8 +19,9 @@ import time
 
 import torch
 
+from rate.catalog import load_scoring_template
 from rate.packaged import chatterbot_pairs, drug_reviews
-from rate.score.backends import build_scorer, load_scoring_template
+from rate.score.backends import build_scorer
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from rate.config import Config, load_config
+from rate.catalog import load_config
+from rate.config import Config
 from tests.helpers import ROOT
 
 SMOKE = ROOT / "experiments" / "tinyworld" / "smoke.yaml"

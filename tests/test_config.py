@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from rate.catalog import check_group_by
-from rate.config import apply_override, load_config
+from rate.catalog import check_group_by, load_config
+from rate.config import apply_override
 from rate.errors import ConfigError
 from rate.store import resolve_input
 
@@ -214,7 +214,7 @@ def test_a_name_set_by_hand_is_kept_and_a_stale_one_is_told(tmp_path, caplog):
     """The reference's keys keep working; one that disagrees with 'latest' is not silent."""
     stale = ONE_KEY.replace("{concept: sentiment}", "{concept: s, dataset_name: tinyrlhf_dune_pa, "
                             "reward_key: tinyrlhf_rm}")  # fmt: skip
-    with caplog.at_level("WARNING", logger="rate.config"):
+    with caplog.at_level("WARNING", logger="rate.catalog"):
         c = load_config(write(tmp_path, stale))
     assert (c.effects.dataset_name, c.effects.reward_key) == ("tinyrlhf_dune_pa", "tinyrlhf_rm")
     told = caplog.text
@@ -224,7 +224,7 @@ def test_a_name_set_by_hand_is_kept_and_a_stale_one_is_told(tmp_path, caplog):
     named = stale.replace(
         "reward_key: tinyrlhf_rm", "reward_key: tinyrlhf_rm, dataset_filename: f.jsonl"
     )
-    with caplog.at_level("WARNING", logger="rate.config"):
+    with caplog.at_level("WARNING", logger="rate.catalog"):
         load_config(write(tmp_path, named))
     assert caplog.text == ""  # a file named by hand is what it says
 

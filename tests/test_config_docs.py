@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rate.config import Config, load_config
+from rate.catalog import load_config
+from rate.config import Config
 from rate.config_docs import config_yaml, reference_markdown, title_of
 from rate.schema import field_docs
 from tests.helpers import ROOT, run_rate

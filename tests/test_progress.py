@@ -72,8 +72,9 @@ def test_quiet_silences_progress(monkeypatch, tmp_path):
 
 def test_the_minilm_head_fit_shows_its_progress(tmp_path, monkeypatch):
     stderr = terminal(monkeypatch)
+    from rate.catalog import load_scoring_template
     from rate.score import minilm
-    from rate.score.backends import build_scorer, load_scoring_template
+    from rate.score.backends import build_scorer
 
     monkeypatch.setenv("RATE_PROGRESS", "1")
     monkeypatch.setenv("RATE_CACHE_DIR", str(tmp_path))  # no cached head: it is fitted

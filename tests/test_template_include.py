@@ -7,9 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rate.catalog import load_dataset_template
+from rate.catalog import load_dataset_template, load_scoring_template
 from rate.errors import TemplateError
-from rate.score.backends import load_scoring_template
 
 ROOT = Path(__file__).resolve().parents[1]
 

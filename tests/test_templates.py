@@ -9,11 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rate.catalog import load_dataset_template, validate_all
-from rate.config import load_config
+from rate.catalog import load_config, load_dataset_template, load_scoring_template, validate_all
 from rate.errors import TemplateError
 from rate.pipeline import create_dataset
-from rate.score.backends import load_scoring_template
 from rate.store import Layout
 from rate.templates import dataset_template_names, scoring_template_names
 from tests.factories import english_template

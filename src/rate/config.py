@@ -19,12 +19,9 @@ import yaml
 
 from rate.errors import ConfigError
 from rate.schema import from_dict, opt, parse_assignment, to_dict
-from rate.score.backends import names_a_model, scoring_template_of
 from rate.settings import checkout_root
 from rate.slurm_options import SlurmConfig
 from rate.store import is_name_part
-from rate.suggest import unknown_name_message
-from rate.templates import dataset_template_names, scoring_template_names
 
 log = logging.getLogger(__name__)
 
@@ -192,7 +189,7 @@ class EffectsConfig:
 
     def validate(self, where: str) -> None:
         for key in ("dataset_name", "concept", "score"):
-            if getattr(self, key) or key == "concept":  # empty: filled in by derive_names
+            if getattr(self, key) or key == "concept":  # empty: derived (catalog)
                 check_name(where, f"effects.{key}", getattr(self, key))
         if self.dataset_folder is not None:
             parts = Path(self.dataset_folder).parts
@@ -342,13 +339,13 @@ def add_config_args(p: argparse.ArgumentParser, example: str = "smoke_test=true"
     )
 
 
-def load_config(
-    path: Path, overrides: list[str] = (), stage: str | None = None, derive: bool = True
-) -> Config:
-    """Read, override and validate an experiment config; every error names the file and key.
-    With ``stage``, the sections that stage reads must be there (:data:`STAGE_SECTIONS`); the
-    others may be left out. ``derive``: fill in the names a section takes from the one before
-    (:func:`derive_names`; off to write the config out as it is written)."""
+def read_config(
+    path: Path, overrides: list[str] = (), stage: str | None = None
+) -> tuple[Config, str]:
+    """Read, override and type an experiment config, -> (config, where: the file and the
+    overrides, for messages). With ``stage``, the sections that stage reads must be there
+    (:data:`STAGE_SECTIONS`). The templates it names are checked, and the names it leaves to
+    be derived filled in, by :func:`rate.catalog.load_config`."""
     path = find_config(path)
     data = _read_config(path)
     if data is None:
@@ -361,116 +358,7 @@ def load_config(
     config = from_dict(Config, data, where)
     for section in STAGE_SECTIONS.get(stage, ()):
         config.need(section, stage, where)
-    check_templates(config, where)
-    if derive:
-        derive_names(config, where)
-    return config
-
-
-def derive_names(config: Config, where: str) -> None:
-    """Fill in the names a later section takes from the one before.
-
-    One key names the experiment: scoring.dataset_name follows rewrites.dataset_name, and
-    effects.dataset_name scoring's; effects.score and effects.reward_key follow the scoring
-    section's model. A name set by hand (the reference's configs set them all) is kept; one
-    that disagrees with the section before while ``dataset_filename`` is ``latest`` is said
-    in the log, since the stage then reads the newest file of that other dataset or model
-    (right for a stage run alone on another dataset, wrong for a name forgotten on a switch).
-    """
-    rw, sc, ec = config.rewrites, config.scoring, config.effects
-    if sc is not None and rw is not None:
-        if not sc.dataset_name:
-            sc.dataset_name = rw.dataset_name
-        elif sc.dataset_folder == "rewrites" and sc.dataset_filename == "latest":
-            _tell_other(
-                where,
-                "scoring.dataset_name",
-                sc.dataset_name,
-                "rewrites.dataset_name",
-                rw.dataset_name,
-                "the dataset",
-            )
-    if ec is None:
-        return
-    before, key = (
-        (sc.dataset_name, "scoring.dataset_name")
-        if sc and sc.dataset_name
-        else ((rw.dataset_name, "rewrites.dataset_name") if rw else ("", ""))
-    )
-    if not ec.dataset_name:
-        if not before:
-            raise ConfigError(
-                f"{where}: key 'effects.dataset_name' is empty and the config has no scoring or "
-                "rewrites section to take it from; set effects.dataset_name"
-            )
-        ec.dataset_name = before
-    elif before and ec.dataset_filename == "latest":
-        _tell_other(where, "effects.dataset_name", ec.dataset_name, key, before, "the dataset")
-    check_name(where, "effects.dataset_name", ec.dataset_name)
-    _derive_model_names(ec, sc, where)
-
-
-def _tell_other(where: str, key: str, value: str, key_before: str, before: str, what: str) -> None:
-    if value != before:
-        log.warning(
-            "%s: %s is %r but %s is %r: 'latest' reads the newest file of %s %r, not of %r "
-            "(remove %s to follow %s)",
-            where, key, value, key_before, before, what, value, before, key, key_before,
-        )  # fmt: skip
-
-
-def _derive_model_names(ec: EffectsConfig, sc: ScoringConfig | None, where: str) -> None:
-    """effects.score and effects.reward_key from the scoring section's model."""
-    if sc is None:
-        for key in ("score", "reward_key"):
-            if not getattr(ec, key):
-                raise ConfigError(
-                    f"{where}: key 'effects.{key}' is empty and the config has no scoring "
-                    f"section to take it from; set effects.{key}"
-                )
-        return
-    latest = sc.dataset_folder == "rewrites" and ec.dataset_filename == "latest"
-    if ec.score and ec.reward_key and not latest:
-        return  # all named by hand (the reference's configs): the model is not read
-    template = scoring_template_of(sc.model, sc.chat, sc.label)
-    if not ec.score:
-        ec.score = template.name
-    check_name(where, "effects.score", ec.score)
-    if not ec.reward_key:
-        ec.reward_key = template.reward_key
-    elif latest:
-        _tell_other(
-            where,
-            "effects.reward_key",
-            ec.reward_key,
-            f"the reward_key of scoring.model {sc.model!r}",
-            template.reward_key,
-            "the reward model",
-        )
-
-
-def check_templates(config: Config, where: str) -> None:
-    """The templates the config names must exist (close names are suggested)."""
-
-    checks = []
-    if config.rewrites is not None:
-        checks.append(
-            (
-                "dataset template",
-                "rewrites.dataset_name",
-                config.rewrites.dataset_name,
-                dataset_template_names(),
-            )
-        )
-    if config.scoring is not None and not names_a_model(config.scoring.model):
-        checks.append(
-            ("scoring template", "scoring.model", config.scoring.model, scoring_template_names())
-        )
-    for kind, key, name, known in checks:
-        if name not in known:
-            raise ConfigError(
-                unknown_name_message(kind, name, known, where=f"{where}: key '{key}'")
-            )
+    return config, where
 
 
 def config_record(config: Config) -> dict:

@@ -14,13 +14,7 @@ import textwrap
 from functools import partial
 from pathlib import Path
 
-from rate.config import (
-    DEFAULT_CONFIG,
-    STAGE_SECTIONS,
-    Config,
-    add_config_args,
-    load_config,
-)
+from rate.config import DEFAULT_CONFIG, STAGE_SECTIONS, Config, add_config_args
 from rate.errors import ConfigError
 from rate.settings import setup_logging
 from rate.store import Layout, new_log_path
@@ -147,11 +141,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _start(args: argparse.Namespace, stage: str) -> tuple[Config, Layout]:
     # The stage's own sections must be in the config; the others may be left out.
+    from rate.catalog import check_group_by, load_config  # the registries: not for `rate --help`
+
     reads = next((s for s in STAGE_SECTIONS if stage.startswith(s)), None)
     config = load_config(args.config, args.overrides, stage=reads)
     if reads in ("create_dataset", "pipeline"):
-        from rate.catalog import check_group_by  # the registries: not for `rate --help`
-
         check_group_by(config, str(args.config))
     layout = Layout.from_env()
     log_file = new_log_path(layout.logs, stage, config.smoke_test)
@@ -214,6 +208,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 def cmd_config(args: argparse.Namespace) -> int:
+    from rate.catalog import load_config
     from rate.config_docs import config_yaml, reference_markdown, reference_text, title_of
 
     if args.yaml:
@@ -229,7 +224,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from rate.catalog import check_group_by, validate_all
+    from rate.catalog import check_group_by, load_config, validate_all
     from rate.sweep.grid import Sweep
 
     failures = 0

@@ -1,6 +1,6 @@
 """Dataset and scoring templates: declarative YAML files, found by name and parsed with clear
 errors. This module knows no registry: the parsers take the registries they check parts
-against (the catalogue, :mod:`rate.catalog`, and :mod:`rate.score.backends` pass them in).
+against (the catalogue, :mod:`rate.catalog`, passes them in).
 
 A template is ``<folder>/<name>.yaml`` in ``dataset_templates/`` or ``scoring_templates/``. The
 folders searched, first match wins: those in RATE_TEMPLATE_PATH (colon-separated roots that

@@ -15,7 +15,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from rate.config import load_config
+from rate.catalog import load_config
 from rate.demos.runner import checks_table, effects_of, rewrite_checks, score_with, start_log
 from rate.effects.estimators import ESTIMANDS, METHOD_LABELS, METHODS, by_estimand
 from rate.io import read_json

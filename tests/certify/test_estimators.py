@@ -161,17 +161,19 @@ def test_abstention_reads_the_kl_of_its_own_draw():
     # The KL that decides abstention is the mean log weight of the second draw (log_w_kl),
     # not of the samples the DR's model averages over: with 100 gold rows the floor is
     # KL <= log(100 / 15) = 1.90.
-    from tinyworld.certify.certificate import CertifySettings, FamilyInputs, certify_inputs
+    from tinyworld.certify.certificate import CertifyFamilyInputs, CertifySettings, certify_inputs
 
     rng = np.random.default_rng(8)
     log_w, s = rng.normal(-0.05, 0.3, 100), rng.normal(size=100)
     y = np.clip(0.3 + 0.05 * s + rng.normal(0, 0.1, 100), 0, 1)
     far, near = np.full(50, 2.5), np.full(50, 0.4)
     settings = CertifySettings(50, 100)
-    moved = certify_inputs({"anvil": FamilyInputs(y, log_w, s, s[:50], far, near)}, settings)
+    moved = certify_inputs({"anvil": CertifyFamilyInputs(y, log_w, s, s[:50], far, near)}, settings)
     row = moved["per_family"]["anvil"]
     assert row["kl"] == pytest.approx(0.4) and row["abstain"] is None
-    swapped = certify_inputs({"anvil": FamilyInputs(y, log_w, s, s[:50], near, far)}, settings)
+    swapped = certify_inputs(
+        {"anvil": CertifyFamilyInputs(y, log_w, s, s[:50], near, far)}, settings
+    )
     assert swapped["per_family"]["anvil"]["kl"] == pytest.approx(2.5)
     assert "KL 2.50" in swapped["per_family"]["anvil"]["abstain"]
 
@@ -301,7 +303,7 @@ def test_the_balanced_interval_keeps_each_familys_widening():
     # estimate +- t(ESS - 1) * SE. The balanced mix's is the mean +- the families' half-widths
     # in quadrature / 6. Welch's t, used before, gave the mix a quantile near the normal's and
     # so dropped the families' widening: the mix covered 88-92% at the sweep's edge.
-    from tinyworld.certify.certificate import CertifySettings, FamilyInputs, certify_inputs
+    from tinyworld.certify.certificate import CertifyFamilyInputs, CertifySettings, certify_inputs
 
     rng = np.random.default_rng(4)
     inputs = {}
@@ -309,7 +311,9 @@ def test_the_balanced_interval_keeps_each_familys_widening():
         log_w, s = rng.normal(-0.3, 0.8, 30), rng.normal(size=30)
         y = np.clip(0.3 + 0.05 * s + rng.normal(0, 0.1, 30), 0, 1)
         fresh_log_w = rng.normal(0.3, 0.8, 50)
-        inputs[fam] = FamilyInputs(y, log_w, s, rng.normal(size=50), fresh_log_w, fresh_log_w)
+        inputs[fam] = CertifyFamilyInputs(
+            y, log_w, s, rng.normal(size=50), fresh_log_w, fresh_log_w
+        )
     report = certify_inputs(inputs, CertifySettings(50, 400))
     fams = report["per_family"].values()
     for key in ("dr", "dr_gain"):

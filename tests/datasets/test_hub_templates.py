@@ -14,8 +14,7 @@ import pytest
 import torch
 import yaml
 
-from rate.catalog import load_dataset_template
-from rate.config import load_config
+from rate.catalog import load_config, load_dataset_template
 from rate.errors import DataFileError, TemplateError
 from rate.io import read_json
 from rate.pipeline import create_dataset

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rate.catalog import load_dataset_template
-from rate.config import load_config
+from rate.catalog import load_config, load_dataset_template
 from rate.errors import ConfigError, TemplateError
 from rate.pipeline import create_dataset
 from rate.store import Layout

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import yaml
 
-from rate.config import load_config
+from rate.catalog import load_config
 from rate.effects.estimators import Scores, estimate
 from rate.effects.stage import treatment_effects
 from rate.errors import ConfigError

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rate.config import load_config
+from rate.catalog import load_config
 from rate.io import read_json
 from rate.pipeline import create_dataset
 from rate.store import Layout

@@ -406,7 +406,7 @@ def test_create_dataset_with_a_local_model_through_a_template(llama_dir, tmp_pat
 
     import yaml
 
-    from rate.config import load_config
+    from rate.catalog import load_config
     from rate.io import read_json
     from rate.pipeline import create_dataset
     from rate.store import Layout

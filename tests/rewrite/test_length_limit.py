@@ -9,7 +9,7 @@ import json
 import pytest
 import yaml
 
-from rate.config import load_config
+from rate.catalog import load_config
 from rate.io import read_json
 from rate.pipeline import create_dataset, score_dataset, treatment_effects
 from rate.rewrite.checks import label_outputs, summarize

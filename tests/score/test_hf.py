@@ -11,8 +11,9 @@ import pytest
 import torch
 import yaml
 
+from rate.catalog import load_scoring_template
 from rate.errors import TemplateError
-from rate.score.backends import build_scorer, load_scoring_template
+from rate.score.backends import build_scorer
 from tests.helpers import ROOT
 
 WORDS = [
@@ -333,7 +334,7 @@ def test_score_dataset_stage_with_a_classifier(tmp_path, templates):
     """score_dataset on a text dataset: every completion scored, truncations in the metadata."""
     import json
 
-    from rate.config import load_config
+    from rate.catalog import load_config
     from rate.io import read_json
     from rate.store import Layout
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rate.config import load_config
+from rate.catalog import load_config, model_template, scoring_template_of
 from rate.io import read_json
-from rate.score.backends import build_scorer, model_template, scoring_template_of
+from rate.score.backends import build_scorer
 from rate.score.options import HFClassifierOptions
 from tests.factories import SMOKE, english_examples, mini_project
 from tests.helpers import run_rate

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rate.catalog import load_scoring_template
 from rate.errors import DataFileError, TemplateError
 from rate.packaged import chatterbot_pairs, drug_reviews, package_dir
-from rate.score.backends import build_scorer, load_scoring_template
+from rate.score.backends import build_scorer
 from tests.helpers import ROOT
 
 
@@ -179,7 +180,7 @@ def _reviews_rewrites(layout, n: int) -> str:
 def test_score_dataset_on_drug_reviews_with_both_offline_scorers(tmp_path):
     """score_dataset with MiniLM, then VADER added to the scored file; treatment_effects then
     finds positive reviews scored higher by both."""
-    from rate.config import load_config
+    from rate.catalog import load_config
     from rate.effects.stage import treatment_effects
     from rate.io import read_json
     from rate.score.stage import score_dataset

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import yaml
 
-from rate.config import load_config
+from rate.catalog import load_config
 from rate.io import read_json
 from rate.pipeline import score_dataset, treatment_effects
 from rate.records import rewritten_example, write_rewritten

@@ -10,9 +10,10 @@ import time
 
 import pytest
 
+from rate.catalog import load_scoring_template
 from rate.errors import BusyError, DataFileError
 from rate.io import read_json
-from rate.score.backends import build_scorer, load_scoring_template
+from rate.score.backends import build_scorer
 from rate.score.base import Scorer
 from rate.score.partial import ScoreLock
 from rate.score.stage import score_dataset, score_rows

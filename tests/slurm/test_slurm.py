@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rate.config import load_config
+from rate.catalog import load_config
 from rate.errors import ConfigError, RateError, SlurmError
 from rate.io import read_json
 from rate.slurm.jobs import (

@@ -16,8 +16,9 @@ import yaml
 
 from rate.errors import ConfigError
 from rate.io import read_json
+from rate.stats import benjamini_hochberg, holm
 from rate.sweep.grid import Sweep
-from rate.sweep.report import benjamini_hochberg, holm, p_value, ranked
+from rate.sweep.report import p_value, ranked
 from tests.helpers import ROOT, run_rate
 from tests.slurm.test_slurm import FAKE_SBATCH, _calls
 

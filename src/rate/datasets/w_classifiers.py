@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from rate.catalog import load_scoring_template
 from rate.datasets.base import Example
 from rate.datasets.options import (
     TEXT_MEASURES,
@@ -34,7 +35,7 @@ from rate.datasets.options import (
 from rate.errors import DataFileError, TemplateError
 from rate.records import text_preview
 from rate.registry import LivePart
-from rate.score.backends import build_scorer, load_scoring_template
+from rate.score.backends import build_scorer
 from rate.score.base import checked_scores
 
 

@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from rate.effects.estimators import ESTIMATORS, QUANTITIES, Estimator, Scores
+from rate.stats import percentile_interval
 
 BLOCK = 25  # resamples per random stream
 # Items per segment: a segment's draws and counts (~0.5 MB each) stay in the core's cache.
@@ -153,10 +154,7 @@ def percentile_intervals(
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
     stats = bootstrap_statistics(s, n_resamples, seed, workers)
-    alpha = (1 - level) / 2
     return {
-        name: (float(np.quantile(v, alpha)), float(np.quantile(v, 1 - alpha)))
-        if np.isfinite(v).all()
-        else (np.nan, np.nan)
+        name: percentile_interval(v, level) if np.isfinite(v).all() else (np.nan, np.nan)
         for name, v in stats.items()
     }

@@ -20,10 +20,10 @@ from __future__ import annotations
 import logging
 import math
 from pathlib import Path
-from statistics import NormalDist
 
 import numpy as np
 
+from rate.catalog import templates_with_reward_key
 from rate.columns import ScoreColumns, columns_from_rows, concat_columns, score_columns
 from rate.config import Config, EffectsConfig, config_record
 from rate.effects.bootstrap import percentile_intervals
@@ -42,7 +42,7 @@ from rate.io import json_writer
 from rate.records import W
 from rate.rewrite.checks import PASSING
 from rate.schema import to_dict
-from rate.score.backends import templates_with_reward_key
+from rate.stats import z_quantile
 from rate.store import Layout, StemSet, effects_stem, publish, resolve_input, scored_stems
 from rate.templates import scoring_template_names
 
@@ -138,7 +138,7 @@ def normalised(est: dict) -> dict[str, float]:
 
 
 def normal_intervals(est: dict, level: float) -> dict[str, list[float]]:
-    z = NormalDist().inv_cdf(0.5 + level / 2)
+    z = z_quantile(level)
     out = {}
     for e in ESTIMATORS:
         se = est.get(f"{e.name}_stderr", math.nan)

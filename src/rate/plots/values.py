@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from statistics import NormalDist
 from typing import Any
 
 from rate.effects.estimators import ESTIMANDS, estimator
 from rate.records import REWRITE, REWRITTEN
+from rate.stats import z_quantile
 
 # create_dataset's two passes, as an effect file's ``rewrite_checks`` names them.
 PASSES = (REWRITE, REWRITTEN)
@@ -52,7 +52,7 @@ def interval(effects: dict, key: str, kind: str, normalized: bool) -> tuple[floa
     if pair is None and kind == "normal":
         est, se = num(effects.get(key)), num(effects.get(f"{key}_stderr"))
         if est is not None and se is not None:
-            z = NormalDist().inv_cdf(0.5 + level(effects) / 2)
+            z = z_quantile(level(effects))
             pair = [est - z * se, est + z * se]
     if by is None or not isinstance(pair, (list, tuple)) or len(pair) != 2:
         return None

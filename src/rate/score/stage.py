@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rate.catalog import scoring_template_of
 from rate.config import Config, config_record
 from rate.errors import ConfigError, DataFileError, RateError
 from rate.progress import progress
@@ -28,7 +29,7 @@ from rate.records import (
     scored_writer,
     with_scores,
 )
-from rate.score.backends import build_scorer, scoring_template_of
+from rate.score.backends import build_scorer
 from rate.score.base import BadTextError, Scorer, checked_scores
 from rate.score.partial import PartialScores, ScoreLock
 from rate.store import (

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import yaml
 
-from rate.config import Config, load_config
+from rate.catalog import load_config
+from rate.config import Config
 from rate.fs import apply_group_permissions, ensure_dir
 from rate.io import atomic_write_json, atomic_write_text
 from rate.schema import to_dict

@@ -25,11 +25,10 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from statistics import NormalDist
 
 import numpy as np
 
-from rate.catalog import load_dataset_template
+from rate.catalog import load_dataset_template, load_scoring_template
 from rate.effects.estimators import Scores, estimator
 from rate.effects.stage import compute_effects
 from rate.io import atomic_write_json, atomic_write_text
@@ -37,8 +36,8 @@ from rate.packaged import DRUG_SPLITS, drug_reviews
 from rate.plots.stage import make_plots
 from rate.records import ORIGINAL, PROMPT, REWRITE, REWRITTEN, TEXTS, W
 from rate.rewrite.stage import build_dataset
-from rate.score.backends import build_scorer, load_scoring_template
-from rate.stats import slope
+from rate.score.backends import build_scorer
+from rate.stats import slope, z_quantile
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +45,7 @@ TEMPLATE = "drugreview_length"
 SCORER = "minilm_sentiment"
 LEVELS = list(range(11))
 METHODS = ("naive", "single_rewrite", "rate")
-Z95 = NormalDist().inv_cdf(0.975)
+Z95 = z_quantile(0.95)
 # The paper's figure (Reber et al. 2025, semi-synthetic length experiment): naive from -0.08 to
 # 1.90 over the 11 levels, RATE within 0.03-0.08.
 PAPER = {"naive": (-0.08, 1.90), "rate": (0.03, 0.08)}

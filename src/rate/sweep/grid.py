@@ -27,11 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rate.catalog import load_dataset_template
-from rate.config import Config, apply_override, check_templates, read_yaml
+from rate.catalog import (
+    check_templates,
+    load_dataset_template,
+    load_scoring_template,
+    scoring_template_of,
+)
+from rate.config import Config, apply_override, read_yaml
 from rate.errors import ConfigError, TemplateError
 from rate.schema import from_dict, opt, to_dict
-from rate.score.backends import load_scoring_template, scoring_template_of
 from rate.settings import checkout_root
 from rate.store import is_name_part
 from rate.suggest import unknown_name_message

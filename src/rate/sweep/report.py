@@ -24,6 +24,7 @@ from rate.effects.estimators import estimator
 from rate.io import atomic_directory, read_json
 from rate.plots.figures import effects_figure, figure_bytes
 from rate.plots.values import interval, num, rate_key, truth, value
+from rate.stats import benjamini_hochberg, holm
 
 log = logging.getLogger(__name__)
 
@@ -60,31 +61,6 @@ def p_value(estimate: float | None, se: float | None) -> float | None:
     return 2 * (1 - NormalDist().cdf(abs(estimate) / se))
 
 
-def holm(p: Sequence[float]) -> list[float]:
-    """Holm's step-down adjusted p-values (family-wise error), in the order given."""
-    m = len(p)
-    order = sorted(range(m), key=lambda i: p[i])
-    out = [0.0] * m
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p[i]))
-        out[i] = running
-    return out
-
-
-def benjamini_hochberg(p: Sequence[float]) -> list[float]:
-    """Benjamini-Hochberg adjusted p-values (false discovery rate), in the order given."""
-    m = len(p)
-    order = sorted(range(m), key=lambda i: p[i])
-    out = [0.0] * m
-    running = 1.0
-    for rank in range(m - 1, -1, -1):
-        i = order[rank]
-        running = min(running, m * p[i] / (rank + 1))
-        out[i] = min(1.0, running)
-    return out
-
-
 def cell_row(cell, effects: dict, path: Path) -> dict:
     """One cell's row, before ranking: effects normalised by the reward's SD, raw beside."""
     key, estimand = rate_key(effects)
@@ -116,7 +92,7 @@ def ranked(rows: list[dict]) -> list[dict]:
     the size of the effect); rows without one come last, unranked."""
     tested = [r for r in rows if r["p"] is not None]
     ps = [r["p"] for r in tested]
-    for r, h, b in zip(tested, holm(ps), benjamini_hochberg(ps), strict=True):
+    for r, h, b in zip(tested, holm(ps).tolist(), benjamini_hochberg(ps).tolist(), strict=True):
         r["p_holm"], r["p_bh"] = h, b
     tested.sort(key=lambda r: (r["p"], -abs(num(r["rate"]) or 0.0)))
     rest = [{**r, "p_holm": None, "p_bh": None} for r in rows if r["p"] is None]

@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from rate.schema import opt
+from rate.stats import benjamini_hochberg, holm
 from tinyworld.audit import effects as fx
 from tinyworld.audit.features import N_FEATURES, family_features
 from tinyworld.audit.quality import ONE_POSITION, site_shares, token_quality
@@ -95,7 +96,7 @@ DIAGNOSTIC = {"with_rate": False, "n_token": 32, "n_pair": 16}
 
 
 @dataclass
-class FamilyInputs:
+class AuditFamilyInputs:
     """What the audit reads of one family: its prompts, and its gold labels if any."""
 
     prompts: torch.Tensor  # (n, 6) token ids
@@ -112,7 +113,9 @@ class FamilyAudit:
     by_position_se: np.ndarray | None = None
 
 
-def family_inputs(pool: PromptPool, gold: LabelledSet | None, n: int) -> dict[str, FamilyInputs]:
+def family_inputs(
+    pool: PromptPool, gold: LabelledSet | None, n: int
+) -> dict[str, AuditFamilyInputs]:
     out = {}
     for fam in FAMILIES:
         idx = torch.nonzero(pool.families == FAMILY_ID[fam]).squeeze(1)[:n]
@@ -129,12 +132,12 @@ def family_inputs(pool: PromptPool, gold: LabelledSet | None, n: int) -> dict[st
                     responses=gold.responses[gidx],
                     labels=gold.labels[gidx],
                 )
-        out[fam] = FamilyInputs(pool.tokens[idx], fam_gold)
+        out[fam] = AuditFamilyInputs(pool.tokens[idx], fam_gold)
     return out
 
 
 def audit_family(
-    rm: RewardModel, policy: Policy, fam: str, inputs: FamilyInputs, st: AuditSettings
+    rm: RewardModel, policy: Policy, fam: str, inputs: AuditFamilyInputs, st: AuditSettings
 ) -> tuple[FamilyAudit, torch.Tensor, torch.Tensor]:
     """Every measurement of one family's 600 candidates; -> (the audit, the reference
     responses, their RM scores)."""
@@ -282,8 +285,8 @@ def second_stage(rows: list[dict], alpha: float) -> None:
         r["pair_syllable_flagged"] = False
     if not suspects:
         return
-    holm = holm_adjusted(np.array([r["p"] for r in suspects]))
-    for r, adjusted in zip(suspects, holm, strict=True):
+    adjusted_p = holm([r["p"] for r in suspects])
+    for r, adjusted in zip(suspects, adjusted_p, strict=True):
         r["pair_syllable_flagged"] = bool(adjusted < alpha)
 
 
@@ -298,23 +301,10 @@ def _by_position(fa: FamilyAudit, i: int) -> dict[str, list[float]]:
     }
 
 
-def holm_adjusted(p: np.ndarray) -> np.ndarray:
-    """Holm's step-down adjusted p-values (family-wise error), in the order given."""
-    m = len(p)
-    order = np.argsort(p, kind="stable")
-    out = np.empty(m)
-    out[order] = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * p[order]))
-    return out
-
-
 def _adjust(rows: list[dict], alpha: float, key: str, prefix: str) -> None:
     """Holm-adjusted p-values and flags; Benjamini-Hochberg q-values beside."""
-    p = np.array([r[key] for r in rows])
-    m = len(p)
-    order = np.argsort(p, kind="stable")
-    holm = holm_adjusted(p)
-    bh = np.minimum.accumulate((p[order] * m / np.arange(1, m + 1))[::-1])[::-1]
-    for rank, i in enumerate(order):
-        rows[i][f"{prefix}p_holm"] = float(holm[i])
-        rows[i][f"{prefix}q_bh"] = float(min(1.0, bh[rank]))
-        rows[i][f"{prefix}flagged"] = bool(holm[i] < alpha)
+    p = [r[key] for r in rows]
+    for row, p_holm, q_bh in zip(rows, holm(p), benjamini_hochberg(p), strict=True):
+        row[f"{prefix}p_holm"] = float(p_holm)
+        row[f"{prefix}q_bh"] = float(q_bh)
+        row[f"{prefix}flagged"] = bool(p_holm < alpha)

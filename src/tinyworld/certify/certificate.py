@@ -55,7 +55,7 @@ DEFAULTS = CertifySettings()
 
 
 @dataclass
-class FamilyInputs:
+class CertifyFamilyInputs:
     """One family's gold set (labels, log weights, corrected rewards) and fresh samples."""
 
     y: np.ndarray
@@ -66,7 +66,9 @@ class FamilyInputs:
     log_w_kl: np.ndarray  # the same on a second, independent draw: the KL for abstention
 
 
-def certify_inputs(inputs: dict[str, FamilyInputs], settings: CertifySettings = DEFAULTS) -> dict:
+def certify_inputs(
+    inputs: dict[str, CertifyFamilyInputs], settings: CertifySettings = DEFAULTS
+) -> dict:
     """Per family and on the balanced mix: SNIPS and DR with intervals, the gain over the
     reference (paired on the same gold set), ESS, KL, abstentions and the guardrail verdict."""
     rng = np.random.default_rng([settings.seed, 0xCE27])

@@ -20,8 +20,8 @@ from rate.provenance import content_digest
 from tinyworld.certify.certificate import (
     _PLAN_SEED,
     DEFAULTS,
+    CertifyFamilyInputs,
     CertifySettings,
-    FamilyInputs,
     certify_inputs,
     plan_gold,
 )
@@ -147,7 +147,7 @@ class Certifier:
 
     def inputs(
         self, policy: Policy, settings: CertifySettings = DEFAULTS
-    ) -> dict[str, FamilyInputs]:
+    ) -> dict[str, CertifyFamilyInputs]:
         """Per family present in the gold set: the inputs of the estimators.
 
         The KL that decides abstention comes from its own draw of the new policy, not from the
@@ -178,7 +178,7 @@ class Certifier:
             if not m.any():
                 continue
             mf = (fresh.families == f).numpy()
-            out[fam] = FamilyInputs(
+            out[fam] = CertifyFamilyInputs(
                 y[m], log_w[m], s[m], s_fresh[mf], log_w_fresh[mf], log_w_kl[mf]
             )
         return out
@@ -206,7 +206,7 @@ def gather(
     transform: RewardTransform | None = None,
     wrapper_name: str = "",
     settings: CertifySettings = DEFAULTS,
-) -> dict[str, FamilyInputs]:
+) -> dict[str, CertifyFamilyInputs]:
     """Per family present in ``gold``: the inputs of the estimators (:meth:`Certifier.inputs`
     of a certifier used once)."""
     return Certifier(gold, reference, rm, transform, wrapper_name).inputs(policy, settings)

@@ -14,9 +14,10 @@ replicates drawn as count matrices so that thousands of replicates cost a few ma
 from __future__ import annotations
 
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
+
+from rate.stats import percentile_interval, t_quantile
 
 # Abstention. The ESS of n gold samples cannot exceed about n * exp(-KL(new || ref)) (the chi^2
 # divergence that sets the weights' variance is at least the KL), so a policy that has moved far
@@ -185,19 +186,6 @@ def dr_covariates(s: np.ndarray, log_w: np.ndarray) -> np.ndarray:
     return np.column_stack([s, log_w])
 
 
-def t_quantile(level: float, df: float) -> float:
-    """The two-sided ``level`` quantile of Student's t with ``df`` degrees of freedom (the
-    Cornish-Fisher expansion around the normal; within 3e-3 for df >= 5, 1e-4 for df >= 14)."""
-    z = NormalDist().inv_cdf((1 + level) / 2)
-    v = max(df, 1.0)
-    return (
-        z
-        + (z**3 + z) / (4 * v)
-        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * v**2)
-        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * v**3)
-    )
-
-
 def pooled_half_width(ses: list[float], dfs: list[float], level: float = LEVEL) -> float:
     """The half-width of the interval of a mean of F independent estimates, each with its
     bootstrap SE and its own t degrees of freedom: each SE widened by its own t quantile, then
@@ -231,8 +219,7 @@ class Interval:
         r = replicates[np.isfinite(replicates)]
         if len(r) == 0:
             return cls(point, float("nan"), float("nan"))
-        lo, hi = np.quantile(r, [(1 - level) / 2, (1 + level) / 2])
-        return cls(point, float(lo), float(hi))
+        return cls(point, *percentile_interval(r, level))
 
     @classmethod
     def t(cls, point: float, replicates: np.ndarray, df: float, level: float = LEVEL) -> Interval:

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
+from rate.catalog import load_scoring_template
 from rate.effects.estimators import Scores
 from rate.records import ORIGINAL, PERFECT, PROMPT, REWRITE, REWRITTEN, TEXTS, W
 from rate.rewrite.stage import build_dataset
-from rate.score.backends import build_scorer, load_scoring_template
+from rate.score.backends import build_scorer
 from rate.templates import DatasetTemplate
 from tinyworld.options import using_world
 

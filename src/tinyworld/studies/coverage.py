@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import math
 from pathlib import Path
-from statistics import NormalDist
 
 import numpy as np
 
@@ -21,6 +20,7 @@ from rate.effects.bootstrap import percentile_intervals
 from rate.effects.estimators import BY_NAME, ESTIMATORS, estimate, estimator
 from rate.effects.stage import true_effects
 from rate.progress import progress
+from rate.stats import z_quantile
 from tinyworld.studies.common import ScoredPool, scored_pool
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ def coverage_of_pool(
     n_bootstrap: int = 0,
 ) -> dict:
     """Coverage, bias and interval widths of every estimator over ``seeds`` samples of size n."""
-    z = NormalDist().inv_cdf(0.5 + level / 2)
+    z = z_quantile(level)
     s_all, perfect_all = pool.estimator_input(scorer)
     truth = true_effects(s_all, perfect_all)
     rng = np.random.default_rng(seed)

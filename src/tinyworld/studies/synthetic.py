@@ -21,7 +21,6 @@ from __future__ import annotations
 import logging
 import random
 from pathlib import Path
-from statistics import NormalDist
 
 import numpy as np
 
@@ -35,7 +34,7 @@ from rate.records import ORIGINAL, PERFECT, REWRITE, REWRITTEN, TEXTS
 from rate.rewrite.backends import build_rewriter
 from rate.rewrite.base import RewriteRequest
 from rate.seeding import stable_seed
-from rate.stats import slope
+from rate.stats import slope, z_quantile
 from tinyworld.studies.common import ScoredPool, score_rows_with, scored_pool
 
 log = logging.getLogger(__name__)
@@ -44,7 +43,7 @@ TEMPLATE = "tinyrlhf_clean_pa_he"
 SCORERS = ["tinyrlhf_rm", "tinyrlhf_oracle"]
 LEVELS = list(range(11))
 TYPO, TYPOS_PER_TEXT = "ga", 2
-Z = NormalDist().inv_cdf(0.975)
+Z = z_quantile(0.95)
 
 
 def _point(result: dict, key: str, truth_key: str) -> dict:

@@ -14,10 +14,10 @@ prompt; the acceptance harness (tinyworld.studies.tilt) estimates the same tilt 
 from __future__ import annotations
 
 import math
-from statistics import NormalDist
 
 import numpy as np
 
+from rate.stats import percentile_interval, z_quantile
 from tinyworld.certify.estimators import SUPPORT_MIN
 from tinyworld.tilt.hill import weight_tail_index
 
@@ -84,7 +84,7 @@ def tilt_forecast(
     idx = rng.integers(0, r.size, size=(n_boot, r.size))
     wb, yb = w[idx], y[idx]  # (n_boot, n)
     changes = (wb * yb).sum(1) / wb.sum(1) - yb.mean(1)
-    lo, hi = np.quantile(changes, [(1 - level) / 2, (1 + level) / 2])
+    lo, hi = percentile_interval(changes, level)
     try:
         tail = weight_tail_index(r, beta).as_dict()
     except ValueError:  # fewer rows than Hill's k needs
@@ -189,7 +189,7 @@ def model_forecast(
         changes.append(t - r)
     se_line = float(np.std(changes, ddof=1)) if n_boot > 1 else 0.0
     se = math.hypot(se_line, se_samples)
-    z = NormalDist().inv_cdf((1 + level) / 2)
+    z = z_quantile(level)
     change = tilt - ref
     outside = float(w[(s_tilt < s.min()) | (s_tilt > s.max())].sum() / w.sum())
     return {

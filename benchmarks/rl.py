@@ -209,7 +209,43 @@ def train_rl_ours(config: RLConfig, world: Path) -> dict:
     return {"elapsed_s": last["elapsed_s"], "proxy_reward": last["proxy_reward"], "kl": last["kl"]}
 
 
-CONTENDERS = {"anchor": train_rl_anchor, "plain": train_rl_plain, "ours": train_rl_ours}
+def train_rl_ours_no_traces(config: RLConfig, world: Path) -> dict:
+    """Our trainer with its passes eager: the decoding, the reward model and the reference's
+    log-probabilities as modules, not TorchScript traces (``benchmarks.rl_devices``)."""
+    import tinyworld.rl as rl
+    from tinyworld.sampling import ResponseLogprobs
+
+    def eager(cls, inputs, config, beside=None):
+        k = config.samples_per_prompt
+        return cls(None, inputs.reward_model, ResponseLogprobs(inputs.reference, k))
+
+    rl.TracedPasses.of = classmethod(eager)
+    return train_rl_ours(config, world)
+
+
+def train_rl_ours_one_thread(config: RLConfig, world: Path) -> dict:
+    """Our trainer without its second thread (``benchmarks.rl_devices``)."""
+    with tempfile.TemporaryDirectory(prefix="rate-bench-rl-") as tmp:
+        last = train_rl(config, world, Path(tmp) / "run", second_thread=False)
+    return {"elapsed_s": last["elapsed_s"], "proxy_reward": last["proxy_reward"], "kl": last["kl"]}
+
+
+def train_rl_ours_no_heap(config: RLConfig, world: Path) -> dict:
+    """Our trainer with the C heap's settings left as they are (``benchmarks.rl_devices``)."""
+    import tinyworld.rl as rl
+
+    rl.keep_freed_memory = lambda: None
+    return train_rl_ours(config, world)
+
+
+CONTENDERS = {
+    "anchor": train_rl_anchor,
+    "plain": train_rl_plain,
+    "ours": train_rl_ours,
+    "ours_no_traces": train_rl_ours_no_traces,
+    "ours_one_thread": train_rl_ours_one_thread,
+    "ours_no_heap": train_rl_ours_no_heap,
+}
 
 
 def run_contender(

@@ -12,12 +12,12 @@ READS_WRITES = {
     "create_dataset": ("rewrites section", "dataset_templates/", "data/rewrites/"),
     "score_dataset": ("scoring section", "data/rewrites", "data/scored/", "--model"),
     "treatment_effects": ("effects section", "data/scored", "effects/"),
-    "plot": ("plots.effects_files", "effects/", "plots/"),
+    "plots": ("plots.effects_files", "effects/", "plots/"),
 }
 
 
 def help_of(name: str) -> str:
-    parser = build_parser()
+    parser, _ = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
     return sub.choices[name].format_help()
 
@@ -36,5 +36,5 @@ def test_every_stage_has_its_own_examples():
     sets = {name: re.search(r"e\.g\. --set (\S+)", t).group(1) for name, t in texts.items()}
     assert len(set(examples.values())) == len(set(sets.values())) == len(READS_WRITES)
     section = {"create_dataset": "rewrites", "score_dataset": "scoring",
-               "treatment_effects": "effects", "plot": "plots"}  # fmt: skip
+               "treatment_effects": "effects", "plots": "plots"}  # fmt: skip
     assert all(sets[name].startswith(section[name] + ".") for name in READS_WRITES)

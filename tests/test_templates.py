@@ -51,10 +51,11 @@ def test_every_shipped_template_validates():
 
 
 def test_rate_validate_command(tmp_path):
-    out = run_rate(["validate", "--config", "experiments/config.yaml"], tmp_path)
+    out = run_rate(["validate", "--config", "experiments/tinyworld/demo.yaml"], tmp_path)
     assert "ok   dataset  tinyrlhf_dune_pa" in out.stdout and "ok   config" in out.stdout
     bad = ["--set", "rewrites.dataset_name=drugreview_sentiment", "--set", "scoring.model=vader"]
-    out = run_rate(["validate", "--config", "experiments/config.yaml", *bad], tmp_path, check=False)
+    demo = "experiments/tinyworld/demo.yaml"
+    out = run_rate(["validate", "--config", demo, *bad], tmp_path, check=False)
     assert out.returncode == 2 and "'effects.group_by' is 'policy'" in out.stderr
 
 

@@ -1,6 +1,6 @@
 """The balanced mix's DR interval under two rules, on the gold sets of one coverage study.
 
-Reads a `rate study certify-coverage --out OUT` folder (its journal `sets.jsonl` and its truth)
+Reads a `rate world study certify-coverage --out OUT` folder (its journal `sets.jsonl` and its truth)
 and rebuilds, for every gold set where the balanced cell answers, its interval from the family
 intervals of the same certificate (each family's SE is its half-width over its t quantile with
 ESS - 1 degrees of freedom):

@@ -2,7 +2,7 @@
 
     python experiments/release/corrections_table.py WORLD STUDY > corrections_<world>.json
 
-STUDY is a `rate study release` folder (its wrappers/audit.json is the study's audit). Beside
+STUDY is a `rate world study release` folder (its wrappers/audit.json is the study's audit). Beside
 ours (each flagged token by position, each flagged pair by cell) it writes ``ours_flat``: the
 same audit's correction with one excess per token for all positions, the wrapper before
 positions were measured. An evaluation harness: the oracle's table is the world's truth.

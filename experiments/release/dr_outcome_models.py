@@ -1,7 +1,7 @@
 """The doubly robust estimate's outcome model, side by side on the same fresh gold sets.
 
 Reruns the certification coverage of given policies over fresh gold sets (seeds 20,000 on, as
-`rate study certify-coverage`), once for each outcome model:
+`rate world study certify-coverage`), once for each outcome model:
 - shipped: y ~ a + b s + c log w (the corrected reward, kept within the gold set's range on
   the fresh samples, and the log weight);
 - reward-line: y ~ a + b s, the corrected reward's calibration line alone (rate before

@@ -1,7 +1,7 @@
 """Where a policy's fresh samples leave the gold rows, and what the abstention selects.
 
 python experiments/release/fresh_beyond_gold.py samples WORLD WRAPPER CHECKPOINT FAMILY SEEDS
-    per gold set (``rate study certify-coverage``'s seeds, e.g. 20000,20001,20002): the
+    per gold set (``rate world study certify-coverage``'s seeds, e.g. 20000,20001,20002): the
     corrected reward and log weight of the gold rows and of the policy's fresh samples
     (percentiles 0, 5, 50, 95, 100) and the share of fresh rewards outside the gold range;
 python experiments/release/fresh_beyond_gold.py journal SETS_JSONL POLICY FAMILY

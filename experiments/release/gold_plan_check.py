@@ -1,9 +1,9 @@
 """The certificate's gold plan against fresh gold sets: predicted and observed pass shares.
 
-Reads `rate study certify-coverage --gold-per-family N --out OUT` folders (the journal's header
+Reads `rate world study certify-coverage --gold-per-family N --out OUT` folders (the journal's header
 names the world, the wrapper, the policies and N; each line records which cells abstained on
 one fresh gold set of N rows a family, labelled by the oracle). For each policy it certifies
-as an analyst would, on the world's own gold set (`rate tinyrlhf certify`'s defaults), and
+as an analyst would, on the world's own gold set (`rate world certify`'s defaults), and
 prints per family:
 - the KL the certificate read, and the plan's rows where the family abstains there;
 - the share of gold sets of N rows that the plan's simulation says pass both floors

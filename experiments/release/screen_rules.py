@@ -9,7 +9,7 @@ happened to look light. Two stricter screens, applied to the same checkpoints:
 - **margin**: a checkpoint passes only if it passes and its smallest family ESS is >= 1.2 x
   the floor (12).
 
-Each is read off `rate study sweep-truth`'s JSON (the screen's decision, the corrected reward
+Each is read off `rate world study sweep-truth`'s JSON (the screen's decision, the corrected reward
 and the true quality of every checkpoint) and the sweep's markdown (its min ESS column). The
 runs stay those the sweep trained: a stricter screen would also have moved the refinement
 runs, which this does not redo.
@@ -78,7 +78,7 @@ def main() -> None:
             parser.error(f"{err.filename}: cannot read ({err.strerror})")
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
             parser.error(
-                f"{truth_file}, {md_file}: not a `rate study sweep-truth` JSON and its sweep's "
+                f"{truth_file}, {md_file}: not a `rate world study sweep-truth` JSON and its sweep's "
                 f"markdown ({type(err).__name__}: {err})"
             )
         for name, c in found.items():

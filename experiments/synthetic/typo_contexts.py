@@ -7,7 +7,7 @@
 'ga' and all, with its perfect rewrite (W flipped, nothing else). RATE compares two rewriter
 outputs, where each 'ga' is already a 'ka'. Where the reward model pays W differently beside a
 'ka' than beside a 'ga', the two part ways with the share. This harness rebuilds the sweep's
-sample (same pool, seed and draws as `rate study synthetic`) and, at each share, sets RATE's
+sample (same pool, seed and draws as `rate world study synthetic`) and, at each share, sets RATE's
 ATT beside two truths: the sweep's (the 'ga' text) and the same contrast with every 'ga' of
 the original and of its perfect rewrite written as 'ka' (the text the rewriter hands on).
 """

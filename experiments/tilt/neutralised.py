@@ -3,7 +3,7 @@ each flagged token, score, and add its gold quality effect.
 
     python experiments/tilt/neutralised.py WORLD WRAPPER AUDIT_JSON STUDY_JSON [FAMILY ...]
 
-The model forecast of `rate tinyrlhf tilt` calibrates gold labels on the corrected reward
+The model forecast of `rate world tilt` calibrates gold labels on the corrected reward
 (the RM minus the wrapper's excesses). Where the RM pays a flagged token more in pi_beta's
 contexts (a response written full of it) than the audit measured in the reference's, the
 corrected reward keeps the difference. This harness tries the other route: replace each

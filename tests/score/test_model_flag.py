@@ -28,7 +28,7 @@ def test_a_folder_is_scored_without_a_template_with_the_generic_defaults(tmp_pat
     assert scored.name.startswith("mini_tiny_db_smoke_test_scored_")
     rows = [json.loads(line) for line in scored.read_text().splitlines()]
     # The reference's reward key: the model as given; the scores are logit 1 of the model.
-    reference = build_scorer(model_template(str(folder), label=1), None)
+    reference = build_scorer(model_template(str(folder), label=1))
     examples = list(english_examples(8).values())
     texts = [ex["completions"]["original"] for ex in examples]
     expected = reference.score([ex["reward_question"] for ex in examples], texts)

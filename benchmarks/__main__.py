@@ -120,9 +120,8 @@ def _main(argv: list[str] | None) -> int:
     parser.add_argument(
         "--world", type=Path, help="reuse a built full world instead of timing a build"
     )
-    # 300 steps, not fewer: ours traces its passes in a run's first step (~0.2 s, see
-    # tinyworld.traced), a one-time cost that 100 steps would weigh three times as much as
-    # this, and the world's runs are 800 to 1,500 steps.
+    # 300 steps, not fewer: a run's first steps pay one-time costs (allocations, warm caches)
+    # that 100 steps would weigh three times as much, and the world's runs are 800 to 1,500.
     parser.add_argument(
         "--compare-steps",
         type=int,

@@ -14,9 +14,7 @@ Both are benchmark-only: ``tinyworld.rl.train_rl`` is the trainer. Each returns 
 own seconds (loading excluded), so steps/s compare like with like.
 
 :func:`run_contender` runs one of the three in a fresh process (``python -m benchmarks.rl``),
-with the OpenMP settings and thread count asked: both are fixed when torch loads, and our
-trainer changes the C heap's settings for the rest of its process (``rate.heap``), which must
-not reach the published trainer's measurement.
+with the OpenMP settings and thread count asked: both are fixed when torch loads.
 """
 
 from __future__ import annotations
@@ -201,51 +199,14 @@ def _plain_loop(config: RLConfig, world: Path) -> dict:
 
 
 def train_rl_ours(config: RLConfig, world: Path) -> dict:
-    """Our trainer (``train_rl``: torch on one thread, the reward model and the weight
-    gradients on a second) into a temporary folder; returns the loop's seconds as its log
-    recorded them."""
+    """Our trainer (``train_rl``, torch on one thread) into a temporary folder; returns the
+    loop's seconds as its log recorded them."""
     with tempfile.TemporaryDirectory(prefix="rate-bench-rl-") as tmp:
         last = train_rl(config, world, Path(tmp) / "run")
     return {"elapsed_s": last["elapsed_s"], "proxy_reward": last["proxy_reward"], "kl": last["kl"]}
 
 
-def train_rl_ours_no_traces(config: RLConfig, world: Path) -> dict:
-    """Our trainer with its passes eager: the decoding, the reward model and the reference's
-    log-probabilities as modules, not TorchScript traces (``benchmarks.rl_devices``)."""
-    import tinyworld.rl as rl
-    from tinyworld.sampling import ResponseLogprobs
-
-    def eager(cls, inputs, config, beside=None):
-        k = config.samples_per_prompt
-        return cls(None, inputs.reward_model, ResponseLogprobs(inputs.reference, k))
-
-    rl.TracedPasses.of = classmethod(eager)
-    return train_rl_ours(config, world)
-
-
-def train_rl_ours_one_thread(config: RLConfig, world: Path) -> dict:
-    """Our trainer without its second thread (``benchmarks.rl_devices``)."""
-    with tempfile.TemporaryDirectory(prefix="rate-bench-rl-") as tmp:
-        last = train_rl(config, world, Path(tmp) / "run", second_thread=False)
-    return {"elapsed_s": last["elapsed_s"], "proxy_reward": last["proxy_reward"], "kl": last["kl"]}
-
-
-def train_rl_ours_no_heap(config: RLConfig, world: Path) -> dict:
-    """Our trainer with the C heap's settings left as they are (``benchmarks.rl_devices``)."""
-    import tinyworld.rl as rl
-
-    rl.keep_freed_memory = lambda: None
-    return train_rl_ours(config, world)
-
-
-CONTENDERS = {
-    "anchor": train_rl_anchor,
-    "plain": train_rl_plain,
-    "ours": train_rl_ours,
-    "ours_no_traces": train_rl_ours_no_traces,
-    "ours_one_thread": train_rl_ours_one_thread,
-    "ours_no_heap": train_rl_ours_no_heap,
-}
+CONTENDERS = {"anchor": train_rl_anchor, "plain": train_rl_plain, "ours": train_rl_ours}
 
 
 def run_contender(

@@ -1,27 +1,20 @@
 """The tiny world's two hot kernels on CPU: linear layers and attention weights.
 
 * **Linear layers go to oneDNN** when it is there and the input has enough rows. torch's
-  dense path is MKL's sgemm, which runs its AVX-512 kernels on Intel CPUs only: on the AMD
-  CPUs of these machines it ran the generic AVX2 kernels while oneDNN ran AVX-512, 2.2x
-  faster at the reward model's largest layer on the AMD EPYC of 2026-12-02 (1,792 x 96 ->
-  288 on one thread: 0.96 against 0.44 ms, ``python -m benchmarks.rl_step``) and 1.07x on
-  a Zen 4 (family 25, model 17: 0.97 against 0.91 ms, whose AVX-512 runs at half width),
-  equal to the last bit in every shape we compared. It also adds the bias (and a GELU,
-  without autograd) in the same pass. At 128 rows and fewer torch's own path is as fast, so
-  it stays there. With autograd both gradients go to oneDNN too: the input's as a linear
-  layer of the transposed weight, the weight's in whichever order of the two transposed
-  operands was faster for the shape, equal to torch's up to the order of a sum over the rows
-  (~1e-6 relative).
-* **RL on Intel CPUs takes torch's path** (:func:`rl_linear_route`). On an Intel Xeon the two
-  paths were even on that layer (0.73 against 0.66 ms) and a whole RL step was 1.10x faster
-  on torch's (27.3 against 30.1 ms, ``python -m benchmarks.rl_step``'s last line): oneDNN
-  takes the weight gradient's transposed operands as copies, where MKL reads them in place.
-  The reward model's training was as fast either way (3 epochs: 6.8-7.7 against 7.3-7.6 s),
-  so SFT and the reward model keep the route they had: a different route changes a model's
-  last bits, and over 40 epochs those make another draw of the world (the variant world's
-  default run wrote `wa ta` 1.9x as often as the reference where it had written it 2.6x).
+  dense path is MKL's sgemm, which runs its AVX-512 kernels on Intel CPUs only; on AMD CPUs
+  oneDNN runs AVX-512 where MKL falls back to AVX2. oneDNN also adds the bias (and a GELU,
+  without autograd) in the same pass. With autograd both gradients go to oneDNN too: the
+  input's as a linear layer of the transposed weight, the weight's in whichever order of the
+  two transposed operands is faster for the shape, equal to torch's up to the order of a sum
+  over the rows (~1e-6 relative). Small inputs stay on torch's path, as fast there.
+* **RL on Intel CPUs takes torch's path** (:func:`rl_linear_route`): there oneDNN copies the
+  weight gradient's transposed operands where MKL reads them in place. SFT and the reward
+  model keep the route they had: a different route changes a model's last bits, and over 40
+  epochs those make another draw of the world.
 * **Attention weights** are a softmax over 13-14 keys, padded to 16 first (see
   :func:`attention_weights`).
+
+The measurements behind these choices: experiments/rl_speed/README.md.
 """
 
 from __future__ import annotations
@@ -73,9 +66,8 @@ def cpuinfo_field(name: str, cpuinfo: Path = Path("/proc/cpuinfo")) -> str | Non
 
 def cpu_description(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     """The CPU's model name with its family and model numbers, which tell CPUs apart where a
-    virtual machine names them all alike ("AMD EPYC (family 25, model 17)": a Zen 4, whose
-    oneDNN linear layers ran at half the speed of the "AMD EPYC" of 2026-12-02); the
-    machine's architecture where /proc/cpuinfo does not say."""
+    virtual machine names them all alike (two "AMD EPYC" of other generations ran oneDNN at
+    different speeds); the machine's architecture where /proc/cpuinfo does not say."""
     name = cpuinfo_field("model name", cpuinfo) or platform.processor() or platform.machine()
     family, model = cpuinfo_field("cpu family", cpuinfo), cpuinfo_field("model", cpuinfo)
     return f"{name} (family {family}, model {model})" if family and model else name
@@ -255,10 +247,9 @@ def weight_gradients_beside() -> Iterator[Callable[[], None]]:
 
     For trainers on one thread with a second CPU free (SFT and the reward model in the world
     build): their backward passes are a chain of layers that waits on each input gradient,
-    which leaves the weight gradients free to run beside. The world build's reward-model
-    stage on this repository's AMD EPYC: 82 against 113 s, SFT 24 against 29 s, the same
-    weights to the bit (experiments/rl_speed/README.md; experiments/RESULTS.md at commit
-    825f898, "The world build: weight gradients beside").
+    which leaves the weight gradients free to run beside: the reward model's stage of the
+    world build 1.38x faster and SFT's 1.21x, the same weights to the bit
+    (experiments/rl_speed/README.md). RL does not use it: its whole second thread bought 5%.
 
     Contract: each weight goes through :func:`linear` at most once per backward pass and
     through no other op (no tied weights: another op's gradient would be added into the same
@@ -282,28 +273,6 @@ def weight_gradients_beside() -> Iterator[Callable[[], None]]:
         beside.close()
 
 
-_SCRIPTED_LINEAR: Callable[..., torch.Tensor] | None = None
-
-# TorchScript source, because the op's list argument needs TorchScript's own type ``number``.
-_ONEDNN_LINEAR_SCRIPT = """
-def onednn_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor], attr: str) -> Tensor:
-    no_scalars: List[Optional[number]] = []
-    return torch.ops.mkldnn._linear_pointwise(x, weight, bias, attr, no_scalars, "none")
-"""
-
-
-def _traceable_onednn_linear() -> Callable[..., torch.Tensor]:
-    """oneDNN's linear layer as a TorchScript function, ``(x, weight, bias, attr) -> y``,
-    which a trace records as one call. The op itself cannot be recorded (the tracer has no
-    type for its empty ``Scalar?[]`` argument); without this, RL's reward model and reference
-    pass ran eager on AMD CPUs, each op taking the interpreter lock that the policy's thread
-    wanted too. The same op on the same arguments: the same numbers."""
-    global _SCRIPTED_LINEAR
-    if _SCRIPTED_LINEAR is None:
-        _SCRIPTED_LINEAR = torch.jit.CompilationUnit(_ONEDNN_LINEAR_SCRIPT).onednn_linear
-    return _SCRIPTED_LINEAR
-
-
 def linear(
     x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, gelu: bool = False
 ) -> torch.Tensor:
@@ -321,8 +290,6 @@ def linear(
         x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad)
     )
     if not needs_grad:  # the GELU joins the same pass
-        if torch.jit.is_tracing():
-            return _traceable_onednn_linear()(x, weight, bias, "gelu" if gelu else "none")
         return _ONEDNN_LINEAR(x, weight, bias, "gelu" if gelu else "none", [], "none")
     y = _OneDNNLinear.apply(x, weight, bias)
     return F.gelu(y) if gelu else y
@@ -332,9 +299,9 @@ def attention_weights(scores: torch.Tensor) -> torch.Tensor:
     """softmax over the last dimension (the keys), padded with -inf to a multiple of 16 first.
 
     torch's CPU softmax loads a row in whole vectors (16 floats); a row of 13 or 14 keys, as
-    every attention here has, falls to its partial-load path, ~10x slower (7,168 rows of 14
-    keys: 1.29 against 0.13 ms, ``python -m benchmarks.rl_step``; the backward alike). The
-    padding's weights are exactly 0, and the slice back to the real keys is a view.
+    every attention here has, falls to its partial-load path, several times slower (the
+    backward alike). The padding's weights are exactly 0, and the slice back to the real keys
+    is a view.
     -> scores' shape
     """
     keys = scores.shape[-1]

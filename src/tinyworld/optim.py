@@ -11,8 +11,7 @@ def flat_parameters(module: torch.nn.Module) -> torch.nn.Parameter:
 
     Adam, the gradient norm and its clipping then take one kernel each over ~90,000 numbers
     instead of one per tensor (26 in the policy): the same elementwise update, with the norm
-    summed in another order (the optimiser's part of an RL step: 0.43 ms, ``python -m
-    benchmarks.rl_step``). Zero the gradient with ``flat.grad.zero_()``: setting it to None
+    summed in another order. Zero the gradient with ``flat.grad.zero_()``: setting it to None
     would cut the views loose.
     """
     params = [p for p in module.parameters() if p.requires_grad]

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from tinyworld.policy import Decoder, Policy
 from tinyworld.reward_model import RewardModel
-from tinyworld.traced import Traced
 from tinyworld.vocab import PROMPT_LEN, RESPONSE_LEN
 
 
@@ -69,8 +65,7 @@ def decode(
 
     ``noise`` is :func:`gumbel_noise` for U * ``repeats`` rows, prompts (U, 6);
     ``first_rows`` is :meth:`Decoder.first_rows_of` the policy, if already made. -> the drawn
-    responses (B, 8) and the logits each token was drawn from (B, 8, V). Tensors in, tensors
-    out, with no branch on their values: :class:`TracedDecoding` traces it.
+    responses (B, 8) and the logits each token was drawn from (B, 8, V).
     """
     decoder = Decoder(policy, prompts.shape[0] * repeats, first_rows)
     step_logits = [decoder.prefill(prompts, repeats)]  # (B, V) each
@@ -81,75 +76,6 @@ def decode(
     return torch.stack(tokens, dim=1), torch.stack(step_logits, dim=1)
 
 
-Decoding = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
-
-
-class _DecodingModule(nn.Module):
-    """:func:`decode` as a module, so that a trace takes the policy's weights as its
-    parameters (read at each call) rather than as constants. The first block's table comes in
-    made, once for both halves of a decoding."""
-
-    def __init__(self, policy: Policy, temperature: float, repeats: int) -> None:
-        super().__init__()
-        self.policy, self.temperature, self.repeats = policy, temperature, repeats
-
-    def forward(
-        self, prompts: torch.Tensor, noise: torch.Tensor, first_rows: torch.Tensor
-    ) -> tuple[torch.Tensor, ...]:
-        return decode(self.policy, prompts, noise, self.temperature, self.repeats, first_rows)
-
-
-class TracedDecoding:
-    """:func:`decode` for one policy, temperature and number of samples per prompt, run as a
-    :class:`~tinyworld.traced.Traced` trace: the same draws, faster (RL's 128 rows: 4.81
-    against 5.76 ms a decoding on one thread of an Intel Xeon). Trace after
-    :func:`~tinyworld.optim.flat_parameters`: the weights are read at each call.
-
-    With ``beside`` (``submit(fn, *args)`` -> a future), the prompts are decoded in two
-    halves, the second by ``beside`` while this thread decodes the first. RL passes its
-    second thread's (:func:`tinyworld.rl.side_thread`): at these sizes a decoding's time
-    is mostly per kernel, not per row, so half the rows take ~60% of the time (RL's 128 rows
-    on an AMD EPYC: 5.0-5.6 ms whole, most often 3.7-4.7 ms in halves on two threads). Each
-    row is decoded on its own (its own noise, keys and values), but a matrix product of fewer
-    rows may take another kernel: in small batches a half's logits differed from the whole
-    batch's in the last bits (up to 2.4e-6), though not at RL's 16 prompts here. So where RL decodes in halves
-    (:data:`tinyworld.rl.DECODE_IN_HALVES`) it does wherever it runs, on a second thread
-    or in turn on one (a ``beside`` that runs the job at once), and its numbers do not
-    depend on which.
-    """
-
-    def __init__(
-        self,
-        policy: Policy,
-        temperature: float,
-        repeats: int,
-        beside: Callable[..., Future] | None = None,
-    ) -> None:
-        self.policy, self.repeats, self.beside = policy, repeats, beside
-        self.traced = Traced(_DecodingModule(policy, temperature, repeats), "decoding")
-
-    def __call__(self, prompts: torch.Tensor, noise: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        first_rows = Decoder.first_rows_of(self.policy)
-        half = prompts.shape[0] // 2
-        if self.beside is None or half == 0:
-            return self.traced(prompts, noise, first_rows)
-        rows = half * self.repeats  # noise is (RESPONSE_LEN, rows, n_out), rows prompt by prompt
-        theirs = self.beside(
-            self._decode_there,
-            torch.is_inference_mode_enabled(),
-            prompts[half:],
-            noise[:, rows:],
-            first_rows,
-        )
-        mine = self.traced(prompts[:half], noise[:, :rows], first_rows)
-        return tuple(torch.cat(pair) for pair in zip(mine, theirs.result(), strict=True))
-
-    def _decode_there(self, inference: bool, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        # Inference mode is per thread: the second thread takes the caller's (see _sample).
-        with torch.inference_mode(inference):
-            return self.traced(*inputs)
-
-
 @torch.inference_mode()
 def _sample(
     policy: Policy,
@@ -157,13 +83,10 @@ def _sample(
     temperature: float,
     generator: torch.Generator | None,
     repeats: int,
-    decoding: Decoding | None,
 ) -> Samples:
     _check(prompts, temperature)
     noise = gumbel_noise(prompts.shape[0] * repeats, policy.config.n_out, generator)
-    if decoding is None:
-        return _finish(*decode(policy, prompts, noise, temperature, repeats))
-    return _finish(*decoding(prompts, noise))
+    return _finish(*decode(policy, prompts, noise, temperature, repeats))
 
 
 def sample(
@@ -172,15 +95,11 @@ def sample(
     temperature: float = 1.0,
     generator: torch.Generator | None = None,
     repeats: int = 1,
-    decoding: Decoding | None = None,
 ) -> Samples:
     """Draw ``repeats`` responses per prompt row (rows ordered prompt by prompt), decoding with a
     key/value cache; the prompt itself is encoded once however many samples it gets.
-
-    ``decoding``, if given, runs :func:`decode` for this policy, temperature and ``repeats``
-    (RL passes a :class:`TracedDecoding`): the same draws, faster.
     """
-    s = _sample(policy, prompts, temperature, generator, repeats, decoding)
+    s = _sample(policy, prompts, temperature, generator, repeats)
     # Decoding runs in inference mode (less overhead per op); the results are cloned into
     # ordinary tensors because RL feeds them into its autograd graph.
     return Samples(s.responses.clone(), s.logprobs.clone(), s.entropy.clone())
@@ -219,27 +138,14 @@ def response_logprobs(
     return F.log_softmax(logits, dim=-1).gather(2, responses.unsqueeze(-1)).squeeze(-1)
 
 
-class ResponseLogprobs(nn.Module):
-    """:func:`response_logprobs` of one policy with ``repeats`` responses per prompt, as a
-    module, for :class:`~tinyworld.traced.Traced` (RL's reference pass)."""
-
-    def __init__(self, policy: Policy, repeats: int) -> None:
-        super().__init__()
-        self.policy, self.repeats = policy, repeats
-
-    def forward(self, prompts: torch.Tensor, responses: torch.Tensor) -> torch.Tensor:
-        return response_logprobs(self.policy, prompts, responses, self.repeats)
-
-
 @torch.inference_mode()
 def score(
-    rm: RewardModel | Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    rm: RewardModel,
     prompts: torch.Tensor,
     responses: torch.Tensor,
     batch: int = 4096,
 ) -> torch.Tensor:
-    """Reward-model scores, shape (B,), computed in chunks (``rm``: a reward model, or one
-    :class:`~tinyworld.traced.Traced`)."""
+    """Reward-model scores, shape (B,), computed in chunks."""
     out = [
         rm(prompts[i : i + batch], responses[i : i + batch]) for i in range(0, len(prompts), batch)
     ]

@@ -7,9 +7,9 @@ import logging
 import torch
 import torch.nn.functional as F
 
-from rate.heap import keep_freed_memory
 from rate.parallel import single_thread
 from rate.progress import progress
+from tinyworld.heap import keep_freed_memory
 from tinyworld.kernels import weight_gradients_beside
 from tinyworld.optim import flat_parameters
 from tinyworld.policy import Policy, PolicyConfig

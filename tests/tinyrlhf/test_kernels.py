@@ -198,7 +198,7 @@ def test_keep_freed_memory_stops_the_page_faults_of_repeated_passes():
                     rm(p, r)
                 return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - start
         before = faults()
-        from rate.heap import keep_freed_memory
+        from tinyworld.heap import keep_freed_memory
         took = keep_freed_memory()
         print(json.dumps({"took": took, "again": keep_freed_memory(), "before": before,
                           "after": faults()}))
@@ -272,50 +272,6 @@ def test_an_rl_run_trains_on_one_thread_and_restores_the_count(small_world, tmp_
     assert record.read_text().split()[-2:] == ["1", "1"]
 
 
-def test_the_step_benchmark_times_every_part(small_world):
-    from benchmarks.rl_step import (
-        PARTS,
-        beside_against_in_turn,
-        decoding_halves,
-        kernel_pairs,
-        linear_routes,
-        step_parts,
-        traced_pairs,
-    )
-
-    work = ("sampling", "reward model", "reference", "policy forward", "backward", "optimiser")
-    for beside in (False, True):
-        parts = step_parts(small_world, steps=2, beside=beside)
-        assert set(work) < set(PARTS) and all(parts[name] > 0 for name in work)
-        assert all(parts[name] >= 0 for name in PARTS)
-        assert parts["step"] == pytest.approx(sum(parts[name] for name in PARTS))
-    assert [what for what, _, _ in kernel_pairs()] == [
-        "attention softmax, 7,168 rows of 14 keys: torch / padded",
-        "linear layer 1,792 x 96 -> 288: torch / oneDNN",
-    ]
-    pairs = traced_pairs(small_world, calls=2)
-    assert [what for what, _, _ in pairs] == [  # on either route: oneDNN's layer is traced too
-        "decoding 128 rows: eager / traced",
-        "reward model: eager / traced",
-        "reference log-probs: eager / traced",
-    ]
-    assert all(eager > 0 and traced > 0 for _, eager, traced in pairs)
-    halves = decoding_halves(small_world, calls=2)
-    assert [what for what, _ in halves] == [
-        "whole (128 rows)",
-        "one half (64 rows)",
-        "two halves in turn",
-        "two halves, the second on a second thread",
-    ]
-    assert all(ms > 0 for _, ms in halves)
-    beside, in_turn = beside_against_in_turn(small_world, steps=2, rounds=1)
-    assert beside > 0 and in_turn > 0
-    route = kernels._ONEDNN_LINEAR
-    on_torch, on_onednn = linear_routes(small_world, steps=2, rounds=1)
-    assert on_torch > 0 and on_onednn > 0
-    assert kernels._ONEDNN_LINEAR is route  # the trainer's own route is back
-
-
 def test_a_benchmark_contender_runs_in_its_own_process(small_world):
     from benchmarks.rl import run_contender
     from rate.errors import RateError
@@ -323,96 +279,6 @@ def test_a_benchmark_contender_runs_in_its_own_process(small_world):
     assert run_contender("ours", small_world, 2, 1) > 0
     with pytest.raises(RateError, match="benchmark contender anchor failed"):
         run_contender("anchor", small_world / "missing", 2, 1)
-
-
-def test_the_side_thread_runs_jobs_beside_or_here_and_raises_the_job_error():
-    import threading
-
-    from tinyworld.rl import side_thread
-
-    def where(x):
-        return threading.current_thread().name, x * 2
-
-    with side_thread(beside=True) as submit:
-        name, value = submit(where, 21).result()
-    assert name.startswith("rate-rl-side") and value == 42
-    with side_thread(beside=False) as submit:
-        assert submit(where, 21).result() == (threading.current_thread().name, 42)
-    with side_thread(beside=True) as submit:
-        failed = submit(lambda: 1 / 0)
-        with pytest.raises(ZeroDivisionError):
-            failed.result()
-
-
-def test_the_side_thread_runs_on_the_callers_thread_count_from_its_first_op():
-    import ctypes
-    import os
-
-    from rate.parallel import single_thread
-    from tinyworld.rl import side_thread
-
-    # torch's own library, which brings OpenMP and MKL (symbols found through it).
-    lib = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"))
-    assert os.cpu_count() > 1  # else a new thread's default would be 1 anyway
-
-    def counts():  # before any torch op on this thread
-        return lib.omp_get_max_threads(), lib.mkl_get_max_threads()
-
-    with single_thread(), side_thread(beside=True) as submit:
-        assert submit(counts).result() == (1, 1)
-
-
-def test_an_rl_run_scores_rewards_on_a_second_thread_outside_a_worker(
-    small_world, tmp_path, monkeypatch
-):
-    import threading
-
-    from tinyworld import rl
-
-    names = []
-
-    def recording_score(*args):
-        names.append(threading.current_thread().name)
-        return score(*args)
-
-    score = rl.score
-    monkeypatch.setattr(rl, "score", recording_score)
-    config = load_rl_config(small_world / "configs" / "default.json", ["steps=3"])
-    train_rl(config, small_world, tmp_path / "run")
-    assert len(names) == 3 and all(n.startswith("rate-rl-side") for n in names)
-
-
-@pytest.mark.parametrize("halves", [True, False])
-def test_an_rl_run_is_the_same_to_the_bit_with_its_second_thread_or_without(
-    small_world, tmp_path, monkeypatch, onednn_route, added, halves
-):
-    from tinyworld import rl
-
-    monkeypatch.setattr(kernels, "RL_ON_TORCH", False)  # oneDNN's route, as on AMD CPUs
-    monkeypatch.setattr(rl, "DECODE_IN_HALVES", halves)  # as on AMD CPUs, or on Intel's
-    config = load_rl_config(small_world / "configs" / "default.json", ["steps=6", "log_every=1"])
-    from tinyworld.sampling import TracedDecoding
-
-    split = []
-    real_there = TracedDecoding._decode_there
-    monkeypatch.setattr(
-        TracedDecoding, "_decode_there", lambda *a: (split.append(1), real_there(*a))[1]
-    )
-    runs = {}
-    for second in (True, False):
-        added.clear()
-        split.clear()
-        out = tmp_path / f"second-{second}"
-        train_rl(config, small_world, out, second_thread=second)
-        assert (len(added) > 0) is second  # the policy's weight gradients went beside, or not
-        assert len(split) == (6 if halves else 0)  # on the second thread or in turn
-        logs = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
-        runs[second] = (
-            [{k: v for k, v in row.items() if k != "elapsed_s"} for row in logs],
-            (out / "checkpoint" / "policy.safetensors").read_bytes(),
-        )
-    assert len(runs[True][0]) == 6
-    assert runs[True] == runs[False]
 
 
 def _where_am_i() -> bool:

@@ -1,10 +1,10 @@
-"""The C heap's settings for training loops: freed memory is kept for reuse, not returned.
+"""The C heap's settings for the world build's trainers (SFT, the reward model): freed
+memory is kept for reuse, not returned.
 
-A tiny-world training step allocates and frees hundreds of tensors of 0.1-2 MB. With glibc's
-defaults, blocks that large come from fresh ``mmap`` pages or from a heap top that is trimmed
-back to the system after each step, so every step touches new pages: 2,715 page faults per
-RL step against 2, and 25.5 against 20.5 ms (``python -m benchmarks.rl_step [--glibc-heap]``).
-Raising the mmap threshold to glibc's maximum and switching trimming off serves them from the
+A training step allocates and frees hundreds of tensors of 0.1-2 MB. With glibc's defaults,
+blocks that large come from fresh ``mmap`` pages or from a heap top that is trimmed back to
+the system after each step, so every step touches new pages (thousands of page faults a
+step). Raising the mmap threshold to glibc's maximum and switching trimming off serves them from the
 heap instead, at the price of a process whose resident memory stays at its peak. The
 arithmetic is unchanged: only where the bytes live moves.
 """

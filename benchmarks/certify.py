@@ -9,11 +9,6 @@ splits, and their bootstrap).
 Then a sweep's screens (``rate tinyrlhf sweep``) of the same runs, on the world's gold set and
 on a larger one: each screen with a certifier of its own (every screen scoring the gold set
 again, as before) against one certifier shared by all, rounds interleaved.
-
-Last, the doubly robust bootstrap on that larger gold set (one run's inputs), done as plain
-numpy would (the anchor: the counts by ``np.add.at``, the folds found by ``np.unique``, an
-(R, n) matrix of fitted values and fresh (R, n) temporaries per fold) and as
-:mod:`tinyworld.certify.estimators` does it, rounds interleaved; the replicates must agree.
 """
 
 from __future__ import annotations
@@ -21,25 +16,15 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-import numpy as np
-
 from benchmarks.timing import timed
 from rate.errors import DataFileError
 from tinyworld.certify.assess import runs_of
 from tinyworld.certify.certificate import (
     DEFAULTS,
-    CertifyFamilyInputs,
     CertifySettings,
     certify_inputs,
 )
 from tinyworld.certify.certify import Certifier, gather, load_gold
-from tinyworld.certify.estimators import (
-    bootstrap_counts,
-    dr_covariates,
-    dr_replicates,
-    outcome_design,
-    split_folds,
-)
 from tinyworld.certify.recipes import screen
 from tinyworld.data import LabelledSet
 from tinyworld.models import load_policy, load_reward_model
@@ -80,7 +65,6 @@ def bench_certify(
             "families_abstained": abstained,
         }
     large = fresh_gold(world, screen_gold_per_family, seed=0)
-    first = sorted(runs)[0]
     return {
         "certify_runs": per_run,
         "certify_replicates": settings.replicates,
@@ -88,14 +72,6 @@ def bench_certify(
         "certify_gold_rows": len(gold.labels),
         "screens": {
             str(len(g.labels)): bench_screens(world, runs, g, settings) for g in (gold, large)
-        },
-        "dr_bootstrap": {
-            "run": first,
-            "gold_rows": len(large.labels),
-            **bench_dr_bootstrap(
-                Certifier.load(world, None, large).inputs(load_policy(runs[first]), settings),
-                settings,
-            ),
         },
     }
 
@@ -122,81 +98,6 @@ def bench_screens(
         times["own"].append(own_s)
         times["shared"].append(shared_s)
     return {"runs": len(runs), **{k: min(v) for k, v in times.items()}}
-
-
-def plain_bootstrap_counts(n: int, reps: int, rng: np.random.Generator) -> np.ndarray:
-    """:func:`tinyworld.certify.estimators.bootstrap_counts` by ``np.add.at`` (the same counts)."""
-    idx = rng.integers(0, n, size=(reps, n))
-    counts = np.zeros((reps, n))
-    np.add.at(counts, (np.arange(reps)[:, None], idx), 1.0)
-    return counts
-
-
-def plain_split_folds(n: int, k: int, splits: int, rng: np.random.Generator) -> np.ndarray:
-    """:func:`tinyworld.certify.estimators.split_folds` in int64 (the same folds)."""
-    return rng.permuted(np.tile(np.arange(n) % k, (splits, 1)), axis=1)
-
-
-def plain_dr_replicates(
-    y: np.ndarray,
-    log_w: np.ndarray,
-    covariates: np.ndarray,
-    fresh_covariates: np.ndarray,
-    folds: np.ndarray,
-    counts: np.ndarray,
-    fresh_counts: np.ndarray,
-) -> np.ndarray:
-    """:func:`tinyworld.certify.estimators.dr_replicates` written as plain numpy would: the folds
-    by ``np.unique``, fresh (R, n) arrays per fold and a matrix of fitted values."""
-    w = np.exp(log_w - log_w.max())
-    gold_x, fresh_x = outcome_design(covariates, fresh_covariates, (0,))
-    fresh_mean = (fresh_counts @ fresh_x) / fresh_counts.sum(1, keepdims=True)
-    folds = np.broadcast_to(folds, counts.shape)
-    total = np.zeros(counts.shape[0])
-    p = gold_x.shape[1]
-    products = (gold_x[:, :, None] * gold_x[:, None, :]).reshape(len(y), p * p)
-    for k in np.unique(folds):
-        inside = folds == k
-        train = counts * ~inside
-        gram = (train @ products).reshape(-1, p, p)
-        moments = train @ (gold_x * y[:, None])
-        beta = (np.linalg.pinv(gram, rcond=1e-10, hermitian=True) @ moments[..., None])[..., 0]
-        cw = counts * inside * w
-        fitted = beta @ gold_x.T
-        with np.errstate(invalid="ignore", divide="ignore"):
-            residual = (cw @ y - (cw * fitted).sum(1)) / cw.sum(1)
-        total += inside.sum(1) / len(y) * ((fresh_mean * beta).sum(1) + residual)
-    return total
-
-
-def dr_bootstrap(x: CertifyFamilyInputs, settings: CertifySettings, plain: bool) -> np.ndarray:
-    """One family's doubly robust bootstrap replicates, drawn as :func:`certify_inputs` draws
-    them: plain numpy's way or ours."""
-    rng = np.random.default_rng([settings.seed, 0xCE27])
-    n, m, reps = len(x.y), len(x.s_fresh), settings.replicates
-    counting = plain_bootstrap_counts if plain else bootstrap_counts
-    counts, fresh_counts = counting(n, reps, rng), counting(m, reps, rng)
-    folds = (plain_split_folds if plain else split_folds)(n, settings.folds, reps, rng)
-    cov, fresh_cov = dr_covariates(x.s, x.log_w), dr_covariates(x.s_fresh, x.log_w_fresh)
-    dr = plain_dr_replicates if plain else dr_replicates
-    return dr(x.y, x.log_w, cov, fresh_cov, folds, counts, fresh_counts)
-
-
-def bench_dr_bootstrap(inputs: dict[str, CertifyFamilyInputs], settings: CertifySettings) -> dict:
-    """Seconds for every family's DR bootstrap, plain numpy's way and ours, interleaved over
-    :data:`SCREEN_ROUNDS` rounds, and the largest difference of their replicates."""
-    times: dict[str, list[float]] = {"plain": [], "ours": []}
-    largest = 0.0
-    for _ in range(SCREEN_ROUNDS):
-        results = {}
-        for arm in times:
-            seconds, results[arm] = timed(
-                lambda a=arm: [dr_bootstrap(x, settings, a == "plain") for x in inputs.values()]
-            )
-            times[arm].append(seconds)
-        for p, o in zip(results["plain"], results["ours"], strict=True):
-            largest = max(largest, float(np.max(np.abs(p - o))))
-    return {**{k: min(v) for k, v in times.items()}, "max_abs_diff": largest}
 
 
 def render_certify(r: dict, date: str | None) -> list[str]:
@@ -241,22 +142,4 @@ def render_certify(r: dict, date: str | None) -> list[str]:
                 f"{v['own'] / v['shared']:.2f}x |"
             )
         lines.append("")
-    if "dr_bootstrap" in r:
-        v = r["dr_bootstrap"]
-        agree = (
-            "identical to the bit"
-            if v["max_abs_diff"] == 0
-            else f"within {v['max_abs_diff']:.1e} of each other"
-        )
-        lines += [
-            f"The doubly robust bootstrap on the larger gold set ({v['gold_rows']:,} rows, the "
-            f"inputs of {v['run']}, {r['certify_replicates']:,} replicates, every family), "
-            "as plain numpy would do it and as the estimators do: the same draws, replicates "
-            f"{agree}. Best of {SCREEN_ROUNDS} interleaved rounds.",
-            "",
-            "| plain numpy | ours | ratio |",
-            "|---|---|---|",
-            f"| {v['plain']:.2f} s | {v['ours']:.2f} s | {v['plain'] / v['ours']:.2f}x |",
-            "",
-        ]
     return lines

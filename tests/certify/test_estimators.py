@@ -16,6 +16,7 @@ from tinyworld.certify.estimators import (
     dr_replicates,
     ess,
     folds_of,
+    outcome_design,
     snips,
     snips_replicates,
 )
@@ -41,12 +42,60 @@ def test_bootstrap_counts_are_draws_with_replacement():
     assert reps == pytest.approx([(0 + 2 + 2) / 4, 1.0, 2 / 3])
 
 
+# The estimators written as plain numpy would write them: the reference the fast ones are
+# tested against.
+
+
+def plain_bootstrap_counts(n: int, reps: int, rng: np.random.Generator) -> np.ndarray:
+    """:func:`tinyworld.certify.estimators.bootstrap_counts` by ``np.add.at`` (the same counts)."""
+    idx = rng.integers(0, n, size=(reps, n))
+    counts = np.zeros((reps, n))
+    np.add.at(counts, (np.arange(reps)[:, None], idx), 1.0)
+    return counts
+
+
+def plain_split_folds(n: int, k: int, splits: int, rng: np.random.Generator) -> np.ndarray:
+    """:func:`tinyworld.certify.estimators.split_folds` in int64 (the same folds)."""
+    return rng.permuted(np.tile(np.arange(n) % k, (splits, 1)), axis=1)
+
+
+def plain_dr_replicates(
+    y: np.ndarray,
+    log_w: np.ndarray,
+    covariates: np.ndarray,
+    fresh_covariates: np.ndarray,
+    folds: np.ndarray,
+    counts: np.ndarray,
+    fresh_counts: np.ndarray,
+) -> np.ndarray:
+    """:func:`tinyworld.certify.estimators.dr_replicates` written as plain numpy would: the folds
+    by ``np.unique``, fresh (R, n) arrays per fold and a matrix of fitted values."""
+    w = np.exp(log_w - log_w.max())
+    gold_x, fresh_x = outcome_design(covariates, fresh_covariates, (0,))
+    fresh_mean = (fresh_counts @ fresh_x) / fresh_counts.sum(1, keepdims=True)
+    folds = np.broadcast_to(folds, counts.shape)
+    total = np.zeros(counts.shape[0])
+    p = gold_x.shape[1]
+    products = (gold_x[:, :, None] * gold_x[:, None, :]).reshape(len(y), p * p)
+    for k in np.unique(folds):
+        inside = folds == k
+        train = counts * ~inside
+        gram = (train @ products).reshape(-1, p, p)
+        moments = train @ (gold_x * y[:, None])
+        beta = (np.linalg.pinv(gram, rcond=1e-10, hermitian=True) @ moments[..., None])[..., 0]
+        cw = counts * inside * w
+        fitted = beta @ gold_x.T
+        with np.errstate(invalid="ignore", divide="ignore"):
+            residual = (cw @ y - (cw * fitted).sum(1)) / cw.sum(1)
+        total += inside.sum(1) / len(y) * ((fresh_mean * beta).sum(1) + residual)
+    return total
+
+
 @pytest.mark.parametrize("n", [1, 7, 300, 5000])
 def test_the_fast_bootstrap_draws_what_plain_numpy_draws(n, monkeypatch):
     # The counts (counted a block at a time; a small block forces several at n 7 and 300) and
     # the folds (in uint8) equal plain numpy's from the same stream, and the DR replicates
     # equal the plain version's (folds by np.unique, fitted values as a matrix) to rounding.
-    from benchmarks.certify import plain_bootstrap_counts, plain_dr_replicates, plain_split_folds
     from tinyworld.certify import estimators
 
     monkeypatch.setattr(estimators, "COUNT_BLOCK", 64)

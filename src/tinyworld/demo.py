@@ -42,7 +42,13 @@ SCORERS = (
 
 
 def run_pipeline(config_path: Path, world: Path, smoke: bool, layout: Layout) -> list[dict]:
-    """The four stages for each demo concept and scorer; -> one row per (concept, scorer)."""
+    """The four stages for each demo concept and scorer, on ``world``; -> one row per
+    (concept, scorer)."""
+    with using_world(world):  # the stages' tiny-world parts read this world
+        return _stages(config_path, smoke, layout)
+
+
+def _stages(config_path: Path, smoke: bool, layout: Layout) -> list[dict]:
     base = load_config(config_path, [f"smoke_test={str(smoke).lower()}"])
     rows, effect_files = [], []
     for template, concept in DEMO_TEMPLATES:
@@ -114,8 +120,7 @@ def run_demo(
     if runs:
         print_runs_table(world, per_family)
     t0 = time.perf_counter()
-    with using_world(world):  # the stages' tiny-world parts read this world
-        rows = run_pipeline(config, world, smoke, layout)
+    rows = run_pipeline(config, world, smoke, layout)
     seconds = time.perf_counter() - t0
     print(f"\nRATE on the tiny RLHF world at {world} ({seconds:.0f} s after the world)")
     print(

@@ -106,7 +106,7 @@ def test_demo_claims_on_the_full_world(full_world, tmp_path):
     from rate.store import Layout
     from tinyworld.demo import run_pipeline
 
-    config = ROOT / "experiments" / "config.yaml"
+    config = ROOT / "experiments" / "tinyworld" / "demo.yaml"
     rows = run_pipeline(config, full_world, False, Layout(tmp_path))
     by = {(r["template"], r["scorer"]): r for r in rows}
     for template in ("tinyrlhf_dune_pa", "tinyrlhf_ember_he"):

@@ -23,8 +23,7 @@ STAGE = $(if $(PARTITION),$(VENV)/bin/rate submit $(1) $(WAIT_FLAG),$(VENV)/bin/
 .PHONY: help setup demo audit-demo demo-text test test-fast world-build bench lint format docs clean \
 	create_dataset score_dataset treatment_effects plots pipeline sweep smoke world-study-synthetic study-semisynthetic-text world-study-coverage validate \
 	faults matrix world-study-release sweep-study world-study-certify-coverage gold-plan-study world-study-tilt \
-	world-study-frontier gpu-check \
-	fixture synthetic coverage semisynthetic-text release-study tilt-study frontier-study certify-coverage-study
+	world-study-frontier gpu-check
 
 help: ## list the targets and the variables they take
 	@echo "Targets:"
@@ -185,29 +184,16 @@ clean: ## remove build artefacts and caches (never data in PROJECT_DIR)
 	rm -rf build dist site src/*.egg-info .pytest_cache .ruff_cache tests/.cache
 	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -exec rm -rf {} +
 
-# Old target names (make target = the command it runs: `make world-build` runs `rate world build`):
-# each still works and says its new name.
-fixture:
-	@echo "make fixture is now make world-build; the old name still works for now" >&2
-	@$(MAKE) --no-print-directory world-build
-synthetic:
-	@echo "make synthetic is now make world-study-synthetic; the old name still works for now" >&2
-	@$(MAKE) --no-print-directory world-study-synthetic
-coverage:
-	@echo "make coverage is now make world-study-coverage; the old name still works for now" >&2
-	@$(MAKE) --no-print-directory world-study-coverage
-semisynthetic-text:
-	@echo "make semisynthetic-text is now make study-semisynthetic-text; the old name still works for now" >&2
-	@$(MAKE) --no-print-directory study-semisynthetic-text
-release-study:
-	@echo "make release-study is now make world-study-release; the old name still works for now" >&2
-	@$(MAKE) --no-print-directory world-study-release
-tilt-study:
-	@echo "make tilt-study is now make world-study-tilt; the old name still works for now" >&2
-	@$(MAKE) --no-print-directory world-study-tilt
-frontier-study:
-	@echo "make frontier-study is now make world-study-frontier; the old name still works for now" >&2
-	@$(MAKE) --no-print-directory world-study-frontier
-certify-coverage-study:
-	@echo "make certify-coverage-study is now make world-study-certify-coverage; the old name still works for now" >&2
-	@$(MAKE) --no-print-directory world-study-certify-coverage
+# Old target names (make target = the command it runs: `make world-build` runs `rate world
+# build`): each still works and says its new name. OLD:NEW pairs.
+RENAMED := fixture:world-build synthetic:world-study-synthetic coverage:world-study-coverage \
+	semisynthetic-text:study-semisynthetic-text release-study:world-study-release \
+	tilt-study:world-study-tilt frontier-study:world-study-frontier \
+	certify-coverage-study:world-study-certify-coverage
+define renamed_target
+$(1):
+	@echo "make $(1) is now make $(2); the old name still works for now" >&2
+	@$$(MAKE) --no-print-directory $(2)
+endef
+.PHONY: $(foreach pair,$(RENAMED),$(word 1,$(subst :, ,$(pair))))
+$(foreach pair,$(RENAMED),$(eval $(call renamed_target,$(word 1,$(subst :, ,$(pair))),$(word 2,$(subst :, ,$(pair))))))

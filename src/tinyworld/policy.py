@@ -174,14 +174,14 @@ class Decoder:
     must not change while a Decoder is in use.
     """
 
-    def __init__(self, policy: Policy, batch: int, first_rows: torch.Tensor | None = None) -> None:
+    def __init__(self, policy: Policy, batch: int) -> None:
         c = policy.config
         self.policy = policy
         self.head_dim = c.d_model // c.n_head
         self.kv = torch.empty(c.n_layer, batch, c.n_head, 2, c.block_size, self.head_dim)
         self.layers = [LayerTensors.of(block) for block in policy.blocks]
         self.shape = (c.d_model,)
-        self.first_rows = Decoder.first_rows_of(policy) if first_rows is None else first_rows
+        self.first_rows = Decoder.first_rows_of(policy)
 
     @staticmethod
     def first_rows_of(policy: Policy) -> torch.Tensor:

@@ -58,16 +58,14 @@ def decode(
     noise: torch.Tensor,
     temperature: float,
     repeats: int,
-    first_rows: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The decoding loop of :func:`sample`: two kernels of noise and argmax per token, and one
     policy step that writes the token's keys and values into a preallocated cache.
 
-    ``noise`` is :func:`gumbel_noise` for U * ``repeats`` rows, prompts (U, 6);
-    ``first_rows`` is :meth:`Decoder.first_rows_of` the policy, if already made. -> the drawn
+    ``noise`` is :func:`gumbel_noise` for U * ``repeats`` rows, prompts (U, 6). -> the drawn
     responses (B, 8) and the logits each token was drawn from (B, 8, V).
     """
-    decoder = Decoder(policy, prompts.shape[0] * repeats, first_rows)
+    decoder = Decoder(policy, prompts.shape[0] * repeats)
     step_logits = [decoder.prefill(prompts, repeats)]  # (B, V) each
     tokens = [draw(step_logits[0], noise[0], temperature)]
     for t in range(1, RESPONSE_LEN):

@@ -91,3 +91,20 @@ def test_rate_runs_without_the_world_plugin(fresh):
     text = parser.format_help()
     assert "create_dataset" in text and "    world " not in text
     assert ("tinyrlhf",) not in aliases
+
+
+def test_a_sweep_step_on_another_world_is_another_step(tmp_path, monkeypatch):
+    """The sweep's reuse key holds what a part reads besides its options (the world it
+    resolves), so a grid run against another world redoes its tiny-world steps; a step
+    whose parts read nothing more keeps its key."""
+    from rate.catalog import load_config
+    from rate.sweep.grid import fingerprint
+
+    tiny = load_config(ROOT / "experiments" / "tinyworld" / "smoke.yaml")
+    offline = load_config(ROOT / "experiments" / "smoke.yaml")
+    keys = {}
+    for world in ("a", "b"):
+        monkeypatch.setenv("RATE_WORLD", str(tmp_path / world))
+        keys[world] = [fingerprint(c, k) for c in (tiny, offline) for k in ("rewrite", "score")]
+    assert keys["a"][0] != keys["b"][0] and keys["a"][1] != keys["b"][1]  # the world's
+    assert keys["a"][2:] == keys["b"][2:]  # drug reviews and VADER read no world

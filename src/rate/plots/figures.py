@@ -32,7 +32,9 @@ from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
 from rate.effects.estimators import ESTIMANDS, estimator
-from rate.plots.values import (
+from rate.records import COMPLETIONS as DATA_COMPLETIONS
+from rate.records import ORIGINAL, PERFECT, REWRITE, REWRITTEN
+from rate.results.values import (
     interval,
     level_text,
     rate_key,
@@ -43,8 +45,6 @@ from rate.plots.values import (
     units,
     value,
 )
-from rate.records import COMPLETIONS as DATA_COMPLETIONS
-from rate.records import ORIGINAL, PERFECT, REWRITE, REWRITTEN
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from matplotlib.figure import Figure
 
 from rate.errors import DataFileError
 from rate.plots.figures import MIN_FONT, PANEL_FONT, STYLE, _agg_figure, _fit
-from rate.plots.values import num
+from rate.results.values import num
 
 
 def _sweep_array(sweep: dict, name: str, field: str, n: int) -> np.ndarray | None:

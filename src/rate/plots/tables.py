@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from rate.effects.estimators import estimator
-from rate.plots.values import PASSES, interval, num, rm_name, success_rate, value
 from rate.records import COMPLETIONS, INDEX, TEXTS, W
+from rate.results.values import PASSES, interval, num, rm_name, success_rate, value
 
 
 def _cell(text: Any, max_chars: int) -> str:

@@ -24,8 +24,8 @@ from typing import Any
 from rate.effects.estimators import ESTIMANDS, ESTIMATORS, METHODS, Estimator
 from rate.errors import ConfigError, DataFileError
 from rate.io import read_json
-from rate.plots.values import PASSES, interval, num, success_rate, value
 from rate.results import FORMATS
+from rate.results.values import PASSES, interval, num, success_rate, value
 from rate.store import parse_name
 
 EFFECTS_SUFFIX = "_treatment_effects"

@@ -23,7 +23,7 @@ from statistics import NormalDist
 from rate.effects.estimators import estimator
 from rate.io import atomic_directory, read_json
 from rate.plots.figures import effects_figure, figure_bytes
-from rate.plots.values import interval, num, rate_key, truth, value
+from rate.results.values import interval, num, rate_key, truth, value
 from rate.stats import benjamini_hochberg, holm
 
 log = logging.getLogger(__name__)

@@ -132,6 +132,12 @@ def test_a_variable_a_template_names_is_a_secret_whatever_its_name(monkeypatch):
         ("sent bearer sk-live-XYZ to the host", "sent bearer *** to the host"),
         ("http://user:pw@host:8000/v1 failed", "http://***@host:8000/v1 failed"),
         ("see https://host/path?x=a@b", "see https://host/path?x=a@b"),
+        # issue 45, item 3: a key in the query string was printed and logged
+        ("POST https://h/v1?api-key=sk-1&x=2 failed", "POST https://h/v1?api-key=***&x=2 failed"),
+        ("https://h/b?sv=1&SIG=abc%2F&se=2", "https://h/b?sv=1&SIG=***&se=2"),
+        ('"https://h/x?access_token=t-9"', '"https://h/x?access_token=***"'),
+        ("https://h/cb#id_token=ey.J", "https://h/cb#id_token=***"),
+        ("https://h/p?monkey=1&keys=2&token_type=x", "https://h/p?monkey=1&keys=2&token_type=x"),
     ],
 )
 def test_credentials_in_headers_and_urls_are_redacted(text, want):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import logging
 import math
 import numbers
 import os
@@ -30,6 +31,8 @@ from rate.fs import (
     fsync_dir,
     write_error,
 )
+
+log = logging.getLogger(__name__)
 
 _JSON_TYPE_NAMES = {
     list: "an array",
@@ -148,20 +151,48 @@ def atomic_write_text(path: PathLike, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def _count_non_finite(obj: Any) -> tuple[int, int]:
+    """(NaNs, infinities) among the numbers in ``obj``, containers walked."""
+    if isinstance(obj, dict):
+        obj = list(obj.values())
+    if isinstance(obj, (list, tuple)):
+        counts = [_count_non_finite(v) for v in obj]
+        return sum(c[0] for c in counts), sum(c[1] for c in counts)
+    if isinstance(obj, numbers.Real) and not isinstance(obj, bool) and not math.isfinite(obj):
+        return (1, 0) if math.isnan(obj) else (0, 1)
+    return 0, 0
+
+
+def json_text(obj: Any, indent: int | None = None, sort_keys: bool = False) -> str:
+    """``obj`` as strict JSON (RFC 8259), the one way rate writes JSON: JSON has no NaN or
+    Infinity, so a non-finite number is written as null (:func:`json_safe`; a missing estimate
+    is null too), and an infinity is said in the log, because it is never a value rate meant."""
+    try:  # the common case costs one pass
+        return json.dumps(
+            obj, indent=indent, sort_keys=sort_keys, ensure_ascii=False, allow_nan=False
+        )
+    except ValueError:  # a NaN or an infinity (or a cycle, which json_safe cannot mend)
+        _, infinite = _count_non_finite(obj)
+        if infinite:
+            log.warning("%d infinite value(s) written as null: JSON has no Infinity", infinite)
+        return json.dumps(
+            json_safe(obj), indent=indent, sort_keys=sort_keys, ensure_ascii=False, allow_nan=False
+        )
+
+
 def json_writer(obj: Any, indent: int | None = 2) -> Callable[[IO[bytes]], None]:
-    """A writer (for :func:`write_temp` and the publishers) of `obj` as JSON: keys in their
-    given order, newline-terminated."""
-    text = json.dumps(obj, indent=indent, sort_keys=False, ensure_ascii=False) + "\n"
-    data = text.encode("utf-8")
+    """A writer (for :func:`write_temp` and the publishers) of `obj` as strict JSON
+    (:func:`json_text`): keys in their given order, newline-terminated."""
+    data = (json_text(obj, indent) + "\n").encode("utf-8")
     return lambda f: f.write(data)
 
 
 def jsonl_writer(rows: Iterable[dict[str, Any]]) -> Callable[[IO[bytes]], None]:
-    """A writer of `rows`, one JSON object per line."""
+    """A writer of `rows`, one strict JSON object per line (:func:`json_text`)."""
 
     def write(f: IO[bytes]) -> None:
         for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False).encode("utf-8") + b"\n")
+            f.write(json_text(row).encode("utf-8") + b"\n")
 
     return write
 

@@ -8,7 +8,6 @@ under PROJECT_DIR and a log of the run to PROJECT_DIR/logs/.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import textwrap
 from functools import partial
@@ -16,6 +15,7 @@ from pathlib import Path
 
 from rate.config import DEFAULT_CONFIG, STAGE_SECTIONS, Config, add_config_args
 from rate.errors import ConfigError
+from rate.io import json_text
 from rate.settings import setup_logging
 from rate.store import Layout, new_log_path
 
@@ -188,7 +188,7 @@ def model_overrides(args: argparse.Namespace) -> list[str]:
                 "--chat and --label go with --model ORG/NAME (a template says its own)"
             )
         return []
-    out = [f"scoring.model={json.dumps(args.model)}", f"scoring.chat={json.dumps(args.chat)}"]
+    out = [f"scoring.model={json_text(args.model)}", f"scoring.chat={json_text(args.chat)}"]
     return out + ([f"scoring.label={args.label}"] if args.label is not None else [])
 
 

@@ -14,7 +14,6 @@ reference's JSONL files, which carry none). Every field name of the format lives
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import IO, Any
 import numpy as np
 
 from rate.errors import DataFileError
-from rate.io import json_writer, jsonl_writer, read_json, read_jsonl, write_temp
+from rate.io import json_text, json_writer, jsonl_writer, read_json, read_jsonl, write_temp
 
 ORIGINAL, REWRITE, REWRITTEN = "original", "rewrite", "rewritten rewrite"
 PERFECT = "perfect rewrite"  # the true counterfactual, where a rewriter knows it (tiny world)
@@ -92,7 +91,7 @@ def read_examples(path: Path) -> list[dict[str, Any]]:
             elif type(index) is not str:
                 raise DataFileError(
                     f"{path}: example {i}: 'index' must be a string or an integer, got "
-                    f"{text_preview(json.dumps(index), 40)}; fix it or remove the field"
+                    f"{text_preview(json_text(index), 40)}; fix it or remove the field"
                 )
     elif path.suffix == ".json":
         data = read_json(path)

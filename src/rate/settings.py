@@ -31,6 +31,16 @@ _named_secrets: set[str] = set()
 _AUTH_HEADER = re.compile(r"(?i)(\bauthorization\b[\"']?\s*[:=]\s*[\"']?)(?:[a-z]+\s+)?[^\s\"',}]+")
 _BEARER = re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=\-]+")
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s@\"']+@")
+# A credential in a URL's query string or fragment (?api-key=..., &sig=..., #access_token=...):
+# the names that services put keys, tokens and signatures under.
+SECRET_QUERY_NAMES = (
+    "api-key", "api_key", "apikey", "key", "token", "access_token", "id_token",
+    "refresh_token", "auth", "authorization", "sig", "signature", "secret", "client_secret",
+    "password", "passwd", "pwd", "code", "x-api-key", "x-amz-signature", "x-goog-signature",
+    "x-amz-credential", "x-amz-security-token",
+)  # fmt: skip
+_QUERY_NAMES = "|".join(re.escape(n) for n in SECRET_QUERY_NAMES)
+_URL_QUERY_SECRET = re.compile(rf"(?i)([?&;#](?:{_QUERY_NAMES})=)[^&;#\s\"'<>]+")
 
 
 def checkout_root() -> Path | None:
@@ -97,12 +107,20 @@ def _secret_values() -> list[str]:
 
 def redact(text: str) -> str:
     """Replace every secret in `text` with ***: the values of secret environment variables,
-    what follows ``Authorization:`` or ``Bearer``, and the user:password part of a URL."""
+    what follows ``Authorization:`` or ``Bearer``, the user:password part of a URL and the
+    value of a credential-named parameter in a URL's query (:data:`SECRET_QUERY_NAMES`)."""
     for value in _secret_values():
         text = text.replace(value, "***")
     text = _AUTH_HEADER.sub(r"\1***", text)
     text = _BEARER.sub(r"\1***", text)
+    text = _URL_QUERY_SECRET.sub(r"\1***", text)
     return _URL_USERINFO.sub(r"\1***@", text)
+
+
+def url_credentials(url: str) -> list[str]:
+    """The credential-named parameters in ``url``'s query or fragment (``api-key``, ``sig``,
+    ...; :data:`SECRET_QUERY_NAMES`), by name only: their values are never returned."""
+    return [m.group(1)[1:-1] for m in _URL_QUERY_SECRET.finditer(url)]
 
 
 def redact_record(obj: Any) -> Any:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import errno
-import json
 import os
 import re
 import shutil
@@ -40,7 +39,7 @@ from typing import IO, Any
 from rate import __version__
 from rate.errors import ConfigError
 from rate.fs import apply_group_permissions_tree, ensure_dir, fsync_dir, write_error
-from rate.io import atomic_write_bytes, link_new, write_temp
+from rate.io import atomic_write_bytes, json_text, link_new, write_temp
 from rate.settings import current_log_file, project_dir, redact_record
 
 STAMP_FORMAT = "%Y%m%d_%H%M%S"
@@ -153,7 +152,7 @@ def _meta_bytes(path: Path, stage: str, record: dict[str, Any]) -> bytes:
         "log": current_log_file(),  # the run's log, so a results record can name it
         **redact_record(record),  # no secret, and no user:password in a URL, is ever recorded
     }
-    return (json.dumps(meta, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    return (json_text(meta, indent=2) + "\n").encode("utf-8")
 
 
 def publish(

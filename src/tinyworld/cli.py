@@ -5,13 +5,12 @@ study) and its demos, `rate demo` and `rate audit-demo`. They join `rate` as a p
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 from pathlib import Path
 
 from rate.cli_args import add_out_argument
 from rate.errors import RateError
-from rate.io import atomic_write_json, write_jsonl
+from rate.io import atomic_write_json, json_text, write_jsonl
 from rate.parallel import add_jobs_argument
 from rate.plugins import Commands
 from tinyworld.audit import cli as audit_cli
@@ -219,7 +218,7 @@ def cmd_rl(args: argparse.Namespace) -> int:
         raise RateError("rate world rl: --out (the run directory) is required")
     config = load_rl_config(args.config, args.override)
     last = train_rl(config, args.world, args.out, overwrite=args.overwrite)
-    print(json.dumps(last))
+    print(json_text(last))
     return 0
 
 
@@ -297,7 +296,7 @@ def cmd_dev_eval(args: argparse.Namespace) -> int:
     )
     if args.out:
         atomic_write_json(args.out, report)
-    print(json.dumps({k: v for k, v in report.items() if k != "per_family"}, indent=2))
+    print(json_text({k: v for k, v in report.items() if k != "per_family"}, indent=2))
     return 0
 
 
@@ -316,7 +315,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         load_policy(world / "policy"),
         args.per_family,
     )
-    print(json.dumps(report, indent=2) if args.json else quality_table({str(args.policy): report}))
+    print(json_text(report, indent=2) if args.json else quality_table({str(args.policy): report}))
     return 0
 
 

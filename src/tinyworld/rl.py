@@ -8,7 +8,6 @@ against the prompt's group mean and step Adam on ``-mean(advantage * sum_t log p
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -18,7 +17,7 @@ from pathlib import Path
 import torch
 
 from rate.errors import BusyError, RateError
-from rate.io import atomic_write_json
+from rate.io import atomic_write_json, json_text
 from rate.parallel import single_thread
 from rate.progress import progress
 from rate.provenance import folder_lock
@@ -202,7 +201,7 @@ def _train(config: RLConfig, inputs: RLInputs, world: Path, out: Path) -> dict:
                 last["elapsed_s"] = round(time.perf_counter() - start, 3)
                 if inputs.wrapper is not None:
                     last["wrapped_reward"] = mean["wrapped_reward"]
-                log_file.write(json.dumps(last) + "\n")
+                log_file.write(json_text(last) + "\n")
                 log_file.flush()
             if config.save_every and step % config.save_every == 0 and step != config.steps:
                 save_model(

@@ -141,6 +141,28 @@ def test_bad_input_is_one_line(project, tmp_path):
     assert out.returncode == 2 and "--format" in out.stderr
 
 
+def test_out_never_writes_over_an_effect_file_or_an_input(project, tmp_path):
+    """Issue 45, item 1: ``rate results --out FILE`` overwrote the effect file it read (rc 0;
+    the next ``rate results`` failed on the whole folder)."""
+    effect = project["effects"][0]
+    before = effect.read_bytes()
+    out = run_rate(["results", "--out", str(effect)], project["root"], check=False)
+    assert out.returncode == 2, out.stderr
+    assert f"would write over {effect}, a file that the treatment_effects stage published" in (
+        out.stderr
+    )
+    assert len(out.stderr.strip().splitlines()) == 1
+    mine = tmp_path / "mine.json"
+    mine.write_bytes(before)
+    out = run_rate(["results", str(mine), "--out", str(mine)], project["root"], check=False)
+    assert out.returncode == 2 and f"{mine}, which this command reads" in out.stderr
+    record = effect.with_name(effect.name + ".meta.json")
+    out = run_rate(["results", "--out", str(record)], project["root"], check=False)
+    assert out.returncode == 2 and "published" in out.stderr
+    assert effect.read_bytes() == before and mine.read_bytes() == before
+    assert "ATE" in _results(project, "--format", "csv")  # the folder still reads
+
+
 def test_the_run_record_names_every_file_the_four_stages_wrote(project):
     root = project["root"]
     records = [

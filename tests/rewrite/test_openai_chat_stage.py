@@ -13,7 +13,8 @@ from tests.helpers import run_rate
 
 CANARY = "canary-5b0c-LLM-credential"  # held in LLM_CREDENTIALS: no _KEY, _TOKEN or _SECRET
 URL_CANARY = "canary-pw-77e1"
-CANARIES = (CANARY, URL_CANARY)  # checked after every test (tests/faults/canary.py)
+QUERY_CANARY = "canary-query-3f9a"  # a key in base_url's query string (?api-key=...)
+CANARIES = (CANARY, URL_CANARY, QUERY_CANARY)  # checked after every test (tests/faults/canary.py)
 CANARY_INPUTS = ("dataset_templates/chatty.yaml",)  # the URL canary is in its base_url
 
 
@@ -91,3 +92,25 @@ def test_credentials_in_base_url_are_not_recorded(tmp_path, server):
     assert "http://***@127.0.0.1" in meta.read_text()
     for canary in (URL_CANARY, CANARY):
         assert leaks(canary, tmp_path / "p", out.stdout, out.stderr) == []
+
+
+@pytest.mark.parametrize("param", ["api-key", "token", "sig"])
+def test_a_key_in_base_urls_query_reaches_no_stream_log_or_file(tmp_path, server, param):
+    """Issue 45, item 3: ``...?api-key=sk-...`` was printed in the error line, in the stage's
+    log and in httpx's own INFO line; only ``user:pass@`` was redacted."""
+    chat_template(tmp_path, f"{server.base_url}?{param}={QUERY_CANARY}")
+    server.add_faults({"status": 400, "message": "refused"})
+    out = create(tmp_path, tmp_path / "p", LLM_CREDENTIALS=CANARY)
+    assert out.returncode == 2, out.stderr
+    assert f"{param}=***" in out.stderr + "".join(
+        p.read_text() for p in (tmp_path / "p").rglob("*.log")
+    )
+    assert leaks(QUERY_CANARY, tmp_path / "p", out.stdout, out.stderr) == []
+
+
+def test_validate_warns_about_a_key_in_base_url(tmp_path):
+    chat_template(tmp_path, f"http://127.0.0.1:9/v1?api-key={QUERY_CANARY}")
+    out = run_rate(["validate"], tmp_path / "p", check=False, RATE_TEMPLATE_PATH=str(tmp_path))
+    text = out.stdout + out.stderr
+    assert "chatty" in text and "base_url" in text and "credential" in text, text
+    assert QUERY_CANARY not in text

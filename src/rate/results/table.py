@@ -15,7 +15,6 @@ from __future__ import annotations
 import csv
 import fnmatch
 import io
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 
 from rate.effects.estimators import ESTIMANDS, ESTIMATORS, METHODS, Estimator
 from rate.errors import ConfigError, DataFileError
-from rate.io import read_json
+from rate.io import json_text, read_json
 from rate.results import FORMATS
 from rate.results.values import PASSES, interval, num, success_rate, value
 from rate.store import parse_name
@@ -265,7 +264,7 @@ def to_csv(rows: list[dict]) -> str:
 def to_json(rows: list[dict]) -> str:
     """The rows as a JSON object ``{"columns": [...], "rows": [{column: value}]}``, a missing
     value as null."""
-    return json.dumps({"columns": list(COLUMNS), "rows": rows}, indent=2) + "\n"
+    return json_text({"columns": list(COLUMNS), "rows": rows}, indent=2) + "\n"
 
 
 WRITERS = {"markdown": to_markdown, "csv": to_csv, "json": to_json}

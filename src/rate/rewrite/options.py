@@ -6,6 +6,7 @@ Light: no model or API library is imported here; the live rewriters are built fr
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,9 @@ from rate.datasets.options import TEXT_MEASURES
 from rate.errors import ConfigError
 from rate.registry import Part
 from rate.score.options import DTYPES
-from rate.settings import project_dir, register_secret_names
+from rate.settings import project_dir, register_secret_names, url_credentials
+
+log = logging.getLogger(__name__)
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Neutral sentences the rules_en length rewriter adds (VADER scores each of them 0).
@@ -192,6 +195,15 @@ def check_request_options(options, where: str):
             "base_url",
             "must be an http(s) URL such as https://api.openai.com/v1 or "
             "http://127.0.0.1:8000/v1, or empty for the SDK default",
+        )
+    if options.base_url and (names := url_credentials(options.base_url)):
+        # Redacted from every log and record, but the template file itself holds the key.
+        log.warning(
+            "%s: key 'rewriter.base_url' carries a credential in its query (%s): rate redacts "
+            "it from logs and records, but the template holds it; put the key in the "
+            "variable that api_key_env names instead",
+            where,
+            ", ".join(f"{n}=***" for n in names),
         )
     if not _ENV_NAME.fullmatch(options.api_key_env):
         # Never echo the value: a user may have pasted the key itself here.

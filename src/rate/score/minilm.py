@@ -23,7 +23,7 @@ from transformers import AutoModel
 
 from rate.errors import TemplateError
 from rate.hf_models import load_pretrained
-from rate.io import atomic_write_bytes
+from rate.io import atomic_write_bytes, json_text
 from rate.packaged import drug_reviews, minilm_dir
 from rate.progress import progress
 from rate.score.base import TextsDone
@@ -164,7 +164,7 @@ class MiniLMSentimentScorer(TokenBatchScorer):
         }
         path.parent.mkdir(parents=True, exist_ok=True)
         # The weights file is written last: a head without its record is never read.
-        atomic_write_bytes(path.with_suffix(".json"), json.dumps(info, indent=2).encode())
+        atomic_write_bytes(path.with_suffix(".json"), json_text(info, indent=2).encode())
         atomic_write_bytes(path, save({"w": w.contiguous(), "b": b.reshape(())}))
         log.info(
             "minilm_sentiment: head fitted (accuracy %.3f train, %.3f held-out test); cached at %s",

@@ -20,7 +20,7 @@ from typing import BinaryIO
 
 from rate.errors import BusyError
 from rate.fs import apply_group_permissions, ensure_dir, write_error
-from rate.io import atomic_write_bytes
+from rate.io import atomic_write_bytes, json_text
 
 
 def _fingerprint(path: Path, reward_key: str, scorer: dict) -> str:
@@ -67,7 +67,7 @@ class ScoreLock:
         }
         try:
             os.ftruncate(fd, 0)
-            os.pwrite(fd, (json.dumps(holder) + "\n").encode(), 0)
+            os.pwrite(fd, (json_text(holder) + "\n").encode(), 0)
             apply_group_permissions(self.path)
         except OSError:
             pass  # the lock holds without its note; the message then names no process
@@ -121,16 +121,14 @@ class PartialScores:
 
     def start(self, rows: list[dict]) -> None:
         ensure_dir(self.path.parent)
-        header = json.dumps({"fingerprint": self.fingerprint}) + "\n"
-        body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        header = json_text({"fingerprint": self.fingerprint}) + "\n"
+        body = "".join(json_text(r) + "\n" for r in rows)
         atomic_write_bytes(self.path, (header + body).encode())
         self.file = open(self.path, "ab")  # noqa: SIM115 (closed in finish/close)
 
     def append(self, rows: list[dict]) -> None:
         try:
-            self.file.write(
-                "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode()
-            )
+            self.file.write("".join(json_text(r) + "\n" for r in rows).encode())
             self.file.flush()
             os.fsync(self.file.fileno())
         except OSError as err:

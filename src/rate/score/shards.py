@@ -24,7 +24,7 @@ from pathlib import Path
 
 from rate.config import Config
 from rate.errors import ConfigError, DataFileError, RateError
-from rate.io import atomic_write_json, read_json, read_jsonl, write_jsonl
+from rate.io import atomic_write_json, json_text, read_json, read_jsonl, write_jsonl
 from rate.score.stage import ScoringInput, score_range, scoring_input, write_scored
 from rate.store import Layout, meta_path
 
@@ -210,7 +210,7 @@ def merge_shards(
         if meta["scorer"] is not None:
             scorers[i] = meta["scorer"]
         rows.extend(part)
-    if len({json.dumps(s, sort_keys=True) for s in scorers.values()}) > 1:
+    if len({json_text(s, sort_keys=True) for s in scorers.values()}) > 1:
         detail = "; ".join(f"shard {i}: {s}" for i, s in scorers.items())
         raise DataFileError(
             f"the shards in {folder} were scored by different scorers ({detail}); delete the "

@@ -35,6 +35,7 @@ from rate.catalog import (
 )
 from rate.config import Config, apply_override, read_yaml
 from rate.errors import ConfigError, TemplateError
+from rate.io import json_text
 from rate.schema import from_dict, opt, to_dict
 from rate.settings import checkout_root
 from rate.store import is_name_part
@@ -160,7 +161,7 @@ def default_base(smoke: bool) -> Path:
 
 def _put(data: dict, key: str, value: Any, where: str) -> None:
     """Set the dotted ``key`` of raw config data (as --set does)."""
-    apply_override(data, f"{key}={json.dumps(value)}", where)
+    apply_override(data, f"{key}={json_text(value)}", where)
 
 
 class Sweep:
@@ -210,7 +211,7 @@ class Sweep:
     def set_overrides(self) -> list[str]:
         """The grid's ``smoke`` and ``set`` keys as --set overrides (for SLURM resources)."""
         keys = {"smoke_test": self.grid.smoke, **self.grid.set}
-        return [f"{k}={json.dumps(v)}" for k, v in keys.items()]
+        return [f"{k}={json_text(v)}" for k, v in keys.items()]
 
     def config(
         self, cell: Cell, dataset_file: Path | None = None, scored_file: Path | None = None

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
 from statistics import NormalDist
 
 from rate.effects.estimators import estimator
-from rate.io import atomic_directory, read_json
+from rate.io import atomic_directory, json_text, read_json
 from rate.plots.figures import effects_figure, figure_bytes
 from rate.results.values import interval, num, rate_key, truth, value
 from rate.stats import benjamini_hochberg, holm
@@ -181,7 +180,7 @@ def write_report(
             "cells": rows,
             "missing": missing,
         }
-        (tmp / "ranked.json").write_text(json.dumps(record, indent=2) + "\n")
+        (tmp / "ranked.json").write_text(json_text(record, indent=2) + "\n")
         names += ["ranked.md", "ranked.csv", "ranked.json"]
         if effects:
             fig = effects_figure(

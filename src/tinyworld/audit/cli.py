@@ -6,10 +6,10 @@ The audit is imported when the command runs, to keep `rate --help` fast.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from rate.cli_args import add_out_argument
+from rate.io import json_text
 from rate.store import Layout, timestamp
 from tinyworld.cli_args import add_world_argument
 
@@ -99,5 +99,5 @@ def cmd_audit(args: argparse.Namespace) -> int:
     print(markdown(audit, top=10))
     rows = audit["candidates"] if args.method == "ours" else audit["baselines"][args.method]
     flagged = [f"{r['family']} `{r['feature']}`" for r in rows if r["flagged"]]
-    print(json.dumps({"method": args.method, "flagged": flagged}))
+    print(json_text({"method": args.method, "flagged": flagged}))
     return 0

@@ -22,11 +22,10 @@ runs anywhere without the audit's JSON:
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
-from rate.io import atomic_write_text
+from rate.io import atomic_write_text, json_text
 
 TEMPLATE = '''"""A reward wrapper written by `rate world audit --write-wrapper` from {source} ({method}).
 
@@ -140,6 +139,6 @@ def write_corrections(table: dict[str, dict], path: Path, source: str, method: s
         source=source,
         method=method,
         name=Path(path).name,
-        table=json.dumps(table, sort_keys=True),
+        table=json_text(table, sort_keys=True),
     )
     atomic_write_text(path, text)

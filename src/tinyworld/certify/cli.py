@@ -7,11 +7,11 @@ The commands import their modules when they run (torch takes seconds to import, 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from rate.cli_args import add_out_argument
 from rate.errors import ConfigError
+from rate.io import json_text
 from rate.parallel import add_jobs_argument
 from tinyworld.cli_args import add_world_argument
 
@@ -184,7 +184,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
             atomic_write_json(args.out.with_suffix(".json"), report)
             atomic_write_text(args.out.with_suffix(".md"), table)
     print(table, end="")
-    print(json.dumps({"decision": report["verdict"]["decision"]}))
+    print(json_text({"decision": report["verdict"]["decision"]}))
     return 0
 
 

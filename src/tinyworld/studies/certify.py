@@ -26,6 +26,7 @@ from rate.io import (
     atomic_write_bytes,
     atomic_write_json,
     json_safe,
+    json_text,
     jsonl_writer,
     link_new,
     read_json,
@@ -321,7 +322,7 @@ class SetsJournal:
 
     def __enter__(self) -> SetsJournal:
         if not self.path.is_file():
-            atomic_write_bytes(self.path, (json.dumps(self.header) + "\n").encode())
+            atomic_write_bytes(self.path, (json_text(self.header) + "\n").encode())
         try:
             self._file = open(self.path, "ab")  # noqa: SIM115 (closed in __exit__)
         except OSError as err:
@@ -330,7 +331,7 @@ class SetsJournal:
 
     def append(self, record: dict) -> None:
         try:
-            self._file.write((json.dumps(json_safe(record)) + "\n").encode())
+            self._file.write((json_text(record) + "\n").encode())
             self._file.flush()
             os.fsync(self._file.fileno())
         except OSError as err:

@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 from rate.cli_args import add_out_argument
+from rate.io import json_text
 from rate.parallel import add_jobs_argument
 from rate.settings import project_dir
 from tinyworld.cli_args import add_world_argument
@@ -300,7 +301,6 @@ def cmd_certify_coverage(args: argparse.Namespace) -> int:
 
 
 def cmd_gold(args: argparse.Namespace) -> int:
-    import json
 
     from tinyworld.data import require_world
     from tinyworld.studies.certify import write_fresh_gold
@@ -308,12 +308,11 @@ def cmd_gold(args: argparse.Namespace) -> int:
 
     check_gold_rows(args.per_family)
     rows = write_fresh_gold(require_world(args.world), args.per_family, args.seed, args.out)
-    print(json.dumps({"gold": str(args.out), "rows": rows, "seed": args.seed}))
+    print(json_text({"gold": str(args.out), "rows": rows, "seed": args.seed}))
     return 0
 
 
 def cmd_assess_truth(args: argparse.Namespace) -> int:
-    import json
 
     from rate.io import atomic_write_json, read_json
     from tinyworld.studies.release import check_assessment
@@ -329,12 +328,11 @@ def cmd_assess_truth(args: argparse.Namespace) -> int:
             f"| {r['run']} | {r['decision']} | {'ship' if r['oracle_ship'] else 'no'} | "
             f"{r['true_quality']:.3f} | {r['gain']:+.3f} | {r['worst_family_gain']:+.3f} |"
         )
-    print(json.dumps({k: result[k] for k in ("reference", "agree", "false_ships")}))
+    print(json_text({k: result[k] for k in ("reference", "agree", "false_ships")}))
     return 0
 
 
 def cmd_sweep_truth(args: argparse.Namespace) -> int:
-    import json
 
     from rate.io import atomic_write_json, read_json
     from tinyworld.studies.release import check_sweep
@@ -351,7 +349,7 @@ def cmd_sweep_truth(args: argparse.Namespace) -> int:
             f"| {r['kl_coef']:g} | {r['step']} | {r['decision']} | {value:.3f} | "
             f"{r['true_quality']:.3f} | {r['worst_family_gain']:+.3f} |"
         )
-    print(json.dumps({k: result[k] for k in ("reference", "best", "chosen", "chosen_within_best")}))
+    print(json_text({k: result[k] for k in ("reference", "best", "chosen", "chosen_within_best")}))
     return 0
 
 

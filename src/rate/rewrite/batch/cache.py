@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from rate.fs import apply_group_permissions, ensure_dir
+from rate.io import json_text
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +76,7 @@ class ResponseCache:
         if not fresh:
             return 0
         payload = b"".join(
-            (json.dumps(e, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
-            for e in fresh.values()
+            (json_text(e, sort_keys=True) + "\n").encode("utf-8") for e in fresh.values()
         )
         ensure_dir(self.path.parent)
         created = not self.path.exists()

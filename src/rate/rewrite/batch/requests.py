@@ -21,7 +21,9 @@ _MAX_READABLE = 40  # custom_ids stay well under 64 characters
 
 def canonical_json(obj: object) -> str:
     """One text per value: sorted keys, no spaces, non-ASCII kept (hashed, compared, stored)."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(
+        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
 
 
 def sha256_hex(text: str) -> str:
@@ -50,7 +52,7 @@ def cache_key(body: dict) -> str:
     return _key_of(canonical_json(body))
 
 
-_ENDPOINT_JSON = json.dumps(ENDPOINT)
+_ENDPOINT_JSON = json.dumps(ENDPOINT, allow_nan=False)
 # Stands for the instruction in a body serialised once per run (see batch_lines).
 _MARK = "\u0000rate-instruction\u0000"
 
@@ -85,7 +87,7 @@ class BatchLine:
         if cached is None:
             # canonical_json of {custom_id, method, url, body}: keys sorted, body first.
             body = self.body_json or canonical_json(self.body)
-            cid = json.dumps(self.custom_id, ensure_ascii=False)
+            cid = json.dumps(self.custom_id, ensure_ascii=False, allow_nan=False)
             cached = (
                 f'{{"body":{body},"custom_id":{cid},"method":"POST","url":{_ENDPOINT_JSON}}}\n'
             ).encode()
@@ -105,12 +107,16 @@ def batch_lines(
     # Every body is the same but for the instruction: serialise it once around a mark, then
     # put each instruction's JSON in its place (identical to canonical_json of the body).
     parts = canonical_json(request_body(options, _MARK, seed)).split(
-        json.dumps(_MARK, ensure_ascii=False)
+        json.dumps(_MARK, ensure_ascii=False, allow_nan=False)
     )
     for req in requests:
         body = request_body(options, req.instruction, seed)
         if len(parts) == 2 and not options.send_seed:
-            body_json = parts[0] + json.dumps(req.instruction, ensure_ascii=False) + parts[1]
+            body_json = (
+                parts[0]
+                + json.dumps(req.instruction, ensure_ascii=False, allow_nan=False)
+                + parts[1]
+            )
         else:  # each body has its own seed, or the mark stands in the options (a system message)
             body_json = canonical_json(body)
         key = _key_of(body_json)

@@ -1,0 +1,81 @@
+"""No command writes over its own input or a stage's published file (rate.outputs).
+
+The sweep below finds every command of ``rate`` (the world's included) that takes ``--out`` and
+a path input, points ``--out`` at that input and runs the real entry point: each must refuse
+in one line before any work, and the input keeps its bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rate.cli import build_parser, main
+
+
+def _commands(
+    parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                if sub.description and "deprecated" in (sub.description or ""):
+                    continue
+                yield from _commands(sub, (*prefix, name))
+    if prefix:
+        yield prefix, parser
+
+
+def _path_inputs(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    return [a for a in parser._actions if a.type is Path and a.dest != "out"]
+
+
+def _argv_with(
+    command: tuple[str, ...], parser: argparse.ArgumentParser, target: argparse.Action, file: Path
+) -> list[str]:
+    """``command`` with ``target`` and --out both set to ``file``, and every other required
+    argument given a value that parses."""
+    argv = [*command]
+    for action in parser._actions:
+        if action.dest in ("help", "out") or isinstance(action, argparse._SubParsersAction):
+            continue
+        if action is not target and not action.required:
+            continue
+        value = str(file) if action is target else (action.choices and list(action.choices)[0])
+        value = value or ("1" if action.type in (int, float) else str(file.parent / "x"))
+        if action.option_strings:
+            argv += [action.option_strings[0], str(value)]
+        else:
+            argv.append(str(value))
+    return [*argv, "--out", str(file)]
+
+
+CASES = [
+    (command, target.dest)
+    for command, parser in _commands(build_parser()[0])
+    if any(a.dest == "out" for a in parser._actions)
+    for target in _path_inputs(parser)
+]
+
+
+def test_the_sweep_finds_the_commands_with_an_out_and_an_input():
+    found = {" ".join(c) for c, _ in CASES}
+    assert {"results", "world audit", "world certify", "world assess"} <= found, found
+    assert len(CASES) >= 15
+
+
+@pytest.mark.parametrize(("command", "dest"), CASES, ids=[f"{' '.join(c)}:{d}" for c, d in CASES])
+def test_out_set_to_an_input_is_refused_before_any_work(command, dest, tmp_path, capsys):
+    parsers = dict(_commands(build_parser()[0]))
+    parser = parsers[command]
+    (target,) = [a for a in parser._actions if a.dest == dest]
+    file = tmp_path / "input.json"
+    file.write_text('{"keep": true}\n')
+    argv = _argv_with(command, parser, target, file)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "which this command reads" in err and err.count("\n") == 0, err
+    assert file.read_text() == '{"keep": true}\n'

@@ -70,11 +70,24 @@ def apply_group_permissions_tree(root: Path) -> None:
                 apply_group_permissions(child)
 
 
-def ensure_dir(path: PathLike) -> Path:
+def ensure_dir(path: PathLike, new: bool = False) -> Path:
     """Make the folder ``path`` and any missing parents; the ones made here get GROUP_NAME's
     group and group read and exec, as files do (folders made by ``mkdir`` alone keep the
-    umask's 0700, and a group member could not open them)."""
+    umask's 0700, and a group member could not open them). The one way rate makes a folder.
+
+    ``new``: ``path`` itself must not exist (FileExistsError): two runs racing for one name
+    each get their own."""
     p = Path(path)
+    if new:
+        ensure_dir(p.parent)
+        try:
+            p.mkdir()
+        except FileExistsError:
+            raise
+        except OSError as err:
+            raise write_error(p, err) from None
+        apply_group_permissions(p)
+        return p
     missing = []
     for level in (p, *p.parents):
         if level.is_dir():

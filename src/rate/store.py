@@ -225,10 +225,7 @@ def temp_dir(folder: Path, name: str) -> Iterator[Path]:
     (a kill leaves only a hidden ``.<name>.*.tmp``, which nothing takes for a result)."""
     ensure_dir(folder)
     tmp = folder / f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-    try:
-        tmp.mkdir()
-    except OSError as err:
-        raise write_error(tmp, err) from None
+    ensure_dir(tmp, new=True)
     try:
         yield tmp
     except BaseException:

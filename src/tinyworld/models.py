@@ -7,11 +7,11 @@ import logging
 from dataclasses import asdict, fields
 from pathlib import Path
 
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file, save
 from torch import nn
 
 from rate.errors import RateError
-from rate.io import atomic_directory, atomic_write_json
+from rate.io import atomic_directory, atomic_write_bytes, atomic_write_json
 from tinyworld.policy import Policy, PolicyConfig
 from tinyworld.reward_model import RewardModel, RewardModelConfig
 
@@ -33,7 +33,9 @@ def save_model(model: Policy | RewardModel, directory: Path, extra: dict | None 
     meta = {"kind": _KIND[type(model)], **asdict(model.config), **(extra or {})}
     with atomic_directory(Path(directory), overwrite=True) as tmp:
         state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
-        save_file(state, str(tmp / weights_name))
+        # Through rate.io like every file: the mode and group a finished file gets (safetensors
+        # itself writes 0600, whatever the umask).
+        atomic_write_bytes(tmp / weights_name, save(state))
         atomic_write_json(tmp / "config.json", meta)
 
 

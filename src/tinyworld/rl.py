@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from rate.errors import BusyError, RateError
+from rate.fs import ensure_dir
 from rate.io import atomic_write_json, json_text
 from rate.parallel import single_thread
 from rate.progress import progress
@@ -105,7 +106,7 @@ def train_rl(config: RLConfig, world: Path, out: Path, overwrite: bool = False) 
     # The lock sits beside the run folder, which holds the run's outputs and nothing else.
     with folder_lock(out.parent, busy, name=run_lock_name(out)):
         _refuse_finished(out, overwrite)  # again: it may have finished while this one loaded
-        out.mkdir(parents=True, exist_ok=True)
+        ensure_dir(out)
         with single_thread(), rl_linear_route():
             return _train(config, inputs, world, out)
 

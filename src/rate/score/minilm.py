@@ -22,6 +22,7 @@ from safetensors.torch import load, save
 from transformers import AutoModel
 
 from rate.errors import TemplateError
+from rate.fs import ensure_dir
 from rate.hf_models import load_pretrained
 from rate.io import atomic_write_bytes, json_text
 from rate.packaged import drug_reviews, minilm_dir
@@ -162,7 +163,7 @@ class MiniLMSentimentScorer(TokenBatchScorer):
             "test_accuracy": round(accuracy(xt, test_y), 4),
             "l2": self.options.l2,
         }
-        path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_dir(path.parent)
         # The weights file is written last: a head without its record is never read.
         atomic_write_bytes(path.with_suffix(".json"), json_text(info, indent=2).encode())
         atomic_write_bytes(path, save({"w": w.contiguous(), "b": b.reshape(())}))

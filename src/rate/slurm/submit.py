@@ -17,7 +17,7 @@ import yaml
 
 from rate.catalog import load_config
 from rate.config import Config
-from rate.fs import apply_group_permissions, ensure_dir
+from rate.fs import ensure_dir
 from rate.io import atomic_write_json, atomic_write_text
 from rate.schema import to_dict
 from rate.score.shards import missing_shards
@@ -147,12 +147,11 @@ def _new_folder(parent: Path, name: str) -> Path:
     folder, seq = parent / f"{name}_{stamp}", 1
     while True:
         try:
-            folder.mkdir()  # exclusive: two submissions of one second get two folders
+            ensure_dir(folder, new=True)  # exclusive: two submissions of one second get two folders
             break
         except FileExistsError:
             seq += 1
             folder = parent / f"{name}_{stamp}-{seq}"
-    apply_group_permissions(folder)
     return folder
 
 

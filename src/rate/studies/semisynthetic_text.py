@@ -31,6 +31,7 @@ import numpy as np
 from rate.catalog import load_dataset_template, load_scoring_template
 from rate.effects.estimators import Scores, estimator
 from rate.effects.stage import compute_effects
+from rate.fs import ensure_dir
 from rate.io import atomic_write_json, atomic_write_text
 from rate.packaged import DRUG_SPLITS, drug_reviews
 from rate.plots.stage import make_plots
@@ -264,7 +265,7 @@ def run_semisynthetic_text(
         "sweep": sweep,
         "seconds": {"pool": round(t_pool, 1), "total": round(time.perf_counter() - t0, 1)},
     }
-    out_dir.mkdir(parents=True, exist_ok=True)
+    ensure_dir(out_dir)
     atomic_write_json(out_dir / "semisynthetic_text.json", result)
     atomic_write_json(out_dir / "semisynthetic_text_sweep.json", sweep)
     atomic_write_text(out_dir / "semisynthetic_text.md", result_table(result) + "\n")

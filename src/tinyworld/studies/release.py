@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 
 from rate.errors import BusyError
+from rate.fs import ensure_dir
 from rate.io import atomic_write_json, read_json
 from rate.parallel import run_jobs
 from rate.provenance import check_made_from, content_digest, folder_lock
@@ -60,7 +61,7 @@ def write_wrappers(world: Path, out: Path) -> dict[str, Path | None]:
                 folder, ", ".join(old), folder,
             )  # fmt: skip
         return paths
-    folder.mkdir(parents=True, exist_ok=True)
+    ensure_dir(folder)
     audit = run_audit(load_inputs(world), AuditSettings())
     atomic_write_json(folder / "audit.json", audit)
     for method in ("ours", "ridge"):

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from rate.errors import DataFileError, RateError
+from rate.errors import BusyError, DataFileError, RateError
 from rate.fs import PathLike, apply_group_permissions, ensure_dir, write_error
 from rate.io import _read_error, atomic_write_json, json_safe, read_json
 
@@ -21,11 +21,15 @@ log = logging.getLogger(__name__)
 
 @contextlib.contextmanager
 def folder_lock(
-    folder: PathLike, busy: Callable[[str], RateError], name: str = ".lock"
+    folder: PathLike,
+    busy: Callable[[str], RateError] | None,
+    name: str = ".lock",
+    wait: bool = False,
 ) -> Iterator[None]:
     """Hold ``folder``'s lock (an ``flock`` on ``folder/name``) while the block runs, so that
     two processes never drive the same output folder at once; the kernel drops it when its
-    process dies, however it dies. If another live process holds it, raise ``busy(pid)``."""
+    process dies, however it dies. If another live process holds it, raise ``busy(pid)``, or
+    with ``wait`` wait for it (saying so) and then take it."""
     ensure_dir(folder)
     path = Path(folder) / name
     try:
@@ -37,13 +41,20 @@ def folder_lock(
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
-            raise busy(holder) from None
+            if not wait:
+                raise (busy or _busy)(holder) from None
+            log.info("waiting for pid %s, which holds %s", holder, path)
+            fcntl.flock(fd, fcntl.LOCK_EX)
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         apply_group_permissions(path)
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def _busy(pid: str) -> RateError:
+    return BusyError(f"another run (pid {pid}) holds this folder; wait for it to finish")
 
 
 def content_digest(*parts: Any, paths: Iterable[PathLike | None] = ()) -> str:

@@ -19,9 +19,11 @@ from pathlib import Path
 import torch
 
 from rate import __version__
+from rate.errors import BusyError
 from rate.io import atomic_directory, atomic_write_json, atomic_write_text, write_jsonl
 from rate.parallel import default_jobs, run_jobs
 from rate.progress import steps
+from rate.provenance import folder_lock
 from rate.schema import to_dict
 from tinyworld import labels
 from tinyworld.data import LabelledSet, PromptPool, labelled_rows, pool_from_records
@@ -240,15 +242,28 @@ def train_world_run(task: RunTask) -> tuple[dict, float]:
     return dev_eval, rl_seconds
 
 
-def ensure_world(world: Path, small: bool = False) -> Path:
-    """The world at ``world``: reused if it is built, else built from the packaged default
-    config (or its small variant)."""
-    if (Path(world) / "world_info.json").is_file():
-        log.info("reusing the world at %s", world)
-    else:
-        log.info("building the tiny RLHF world at %s (minutes on 2 cores)", world)
-        build_world(load_world_config(small=small), Path(world))
-    return Path(world)
+def build_lock(world: Path, wait: bool = False):
+    """The lock of a world's build, beside its folder: held by `rate world build` (a second
+    build of the same folder is refused) and by :func:`ensure_world` (which waits)."""
+    busy = lambda pid: BusyError(  # noqa: E731
+        f"{world}: another run (pid {pid}) is building this world; wait for it to finish"
+    )
+    return folder_lock(Path(world).parent, busy, name=f".{Path(world).name}.build.lock", wait=wait)
+
+
+def ensure_world(world: Path, small: bool = False, config: WorldConfig | None = None) -> Path:
+    """The world at ``world``: reused if it is built, else built from ``config`` (default: the
+    packaged default config, or its small variant). Two runs asking at once build it once:
+    the second waits for the first's build and reuses it."""
+    world = Path(world)
+    if not (world / "world_info.json").is_file():
+        with build_lock(world, wait=True):
+            if not (world / "world_info.json").is_file():  # not built while this one waited
+                log.info("building the tiny RLHF world at %s (minutes on 2 cores)", world)
+                build_world(config or load_world_config(small=small), world)
+                return world
+    log.info("reusing the world at %s", world)
+    return world
 
 
 def qa_sample(rows: list[dict], per_family: int) -> list[dict]:
@@ -262,4 +277,11 @@ def qa_sample(rows: list[dict], per_family: int) -> list[dict]:
     return out
 
 
-__all__ = ["build_world", "ensure_world", "qa_sample", "run_family_weights", "train_world_run"]
+__all__ = [
+    "build_lock",
+    "build_world",
+    "ensure_world",
+    "qa_sample",
+    "run_family_weights",
+    "train_world_run",
+]

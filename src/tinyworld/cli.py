@@ -197,11 +197,12 @@ def add_world_commands(tiny: argparse._SubParsersAction) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from tinyworld.build import build_world
+    from tinyworld.build import build_lock, build_world
     from tinyworld.worldconfig import load_world_config
 
     config = load_world_config(args.config, small=args.small, name=args.world_config)
-    info = build_world(config, args.out, overwrite=args.overwrite, jobs=args.jobs)
+    with build_lock(args.out):
+        info = build_world(config, args.out, overwrite=args.overwrite, jobs=args.jobs)
     print(f"world built at {args.out} in {info['timings']['total_s']:.1f} s")
     return 0
 

@@ -210,6 +210,23 @@ def test_certify_and_assess_commands(small_world, tmp_path):
     pilot = next(r for r in result["runs"] if r["run"] == "pilotmix-s800")
     assert any("under-weights" in f for f in pilot["findings"])
 
+    # Issue 45, item 2: a wrapper made from another audit, or an audit whose files beside it
+    # are another run's (a re-audit killed midway), is refused before any work.
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**json.loads(audit.read_text()), "file_set": {}}))
+    for args, message in (
+        (["--audit", str(other), "--wrapper", str(tmp_path / "ours.py")], "another audit"),
+        (["--audit", str(audit)], "audit.png beside it is not the one written with it"),
+    ):
+        if "another audit" not in message:
+            (tmp_path / "audit.png").write_bytes(b"a previous run's figure")
+        mixed = run_rate(
+            ["world", "assess", "--world", str(small_world), *args, "--out", str(tmp_path / "y")],
+            tmp_path, check=False,
+        )  # fmt: skip
+        assert mixed.returncode == 2 and message in mixed.stderr, mixed.stderr
+        assert not (tmp_path / "y").exists()
+
     bad = run_rate(
         ["world", "assess", "--world", str(small_world), "--audit", str(tmp_path / "cert.json"),
          "--out", str(tmp_path / "x")],

@@ -3,6 +3,7 @@ and a rerun, and the SLURM submission (a fake sbatch; one cheap test on a real S
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -116,6 +117,11 @@ GOOD = {
         ({"scorers": []}, "key 'scorers' is empty"),
         ({"scorers": ["vader", "vader"]}, "names vader twice"),
         ({"smoke": "yes"}, "key 'smoke': expected true or false"),
+        # issue 45, item 5: smoke files written into the full sweep's folder, unsaid
+        (
+            {"set": {"smoke_test": True}},
+            "key 'set.smoke_test': use the grid's own key 'smoke: true'",
+        ),
         ({"base_config": "nowhere.yaml"}, "nowhere.yaml: no such base config"),
     ],
 )
@@ -341,3 +347,49 @@ def test_one_cell_sweep_on_slurm(partition, tmp_path):
     assert [(c["dataset"], c["scorer"]) for c in cells] == [("drugreview_length", "vader")]
     out = run_rate(["sweep", str(path)], project, PARTITION=partition)
     assert "every step is done" in out.stdout
+
+
+def test_a_step_is_redone_when_its_template_or_its_world_changes_in_place(tmp_path, monkeypatch):
+    """Issue 45, item 4: ``rate sweep`` reused every step after the world it names was rebuilt
+    in place, and after a template it reads was edited ("0 of 4 step(s) to run")."""
+    from rate.store import Layout
+    from rate.sweep.steps import State
+
+    world = tmp_path / "world"
+    (world / "reward_model").mkdir(parents=True)
+    (world / "reward_model" / "rm.safetensors").write_bytes(b"first build")
+    templates = tmp_path / "templates" / "dataset_templates"
+    templates.mkdir(parents=True)
+    source = (
+        ROOT / "src" / "tinyworld" / "templates" / "dataset_templates" / "tinyrlhf_dune_pa.yaml"
+    )
+    (templates / source.name).write_text(source.read_text())
+    monkeypatch.setenv("RATE_WORLD", str(world))
+    monkeypatch.setenv("RATE_TEMPLATE_PATH", str(tmp_path / "templates"))
+    monkeypatch.setenv("PROJECT_DIR", str(tmp_path / "p"))
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(yaml.safe_dump({
+        "name": "g", "datasets": {"tinyrlhf_dune_pa": {"concept": "dune_pa"}},
+        "scorers": ["tinyrlhf_rm"], "smoke": True,
+    }))  # fmt: skip
+    state = State(Sweep(grid), Layout.from_env())
+    rewrite, score = (
+        state.steps["rewrite:tinyrlhf_dune_pa"],
+        state.steps["score:tinyrlhf_dune_pa:tinyrlhf_rm"],
+    )
+    out = tmp_path / "made.json"
+    out.write_text("{}")
+    for step in (rewrite, score):  # both done, as a finished run leaves them
+        path = state.marker_path(step)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({
+            "step": step.id, "inputs": state.inputs(step), "outputs": [str(out)],
+            "config": state.fingerprint(step), "made_from": state.made_from(step),
+        }))  # fmt: skip
+    assert state.why_not_done(rewrite) is None and state.why_not_done(score) is None
+
+    (world / "reward_model" / "rm.safetensors").write_bytes(b"a rebuild")  # rebuilt in place
+    assert state.why_not_done(score) == "what it is made from changed: scorer.world"
+    assert "source.world" in state.why_not_done(rewrite)
+    (templates / source.name).write_text(source.read_text() + "n_examples: 7\n")
+    assert "templates" in state.why_not_done(rewrite)

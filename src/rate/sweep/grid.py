@@ -36,6 +36,7 @@ from rate.catalog import (
 from rate.config import Config, apply_override, read_yaml
 from rate.errors import ConfigError, TemplateError
 from rate.io import json_text
+from rate.provenance import content_digest
 from rate.schema import from_dict, opt, to_dict
 from rate.settings import checkout_root
 from rate.store import is_name_part
@@ -129,6 +130,12 @@ class Grid:
                 raise ConfigError(
                     f"{where}: key 'set.{key}' is set by the sweep for each cell; name the "
                     "templates under datasets: and scorers: instead"
+                )
+            if key == "smoke_test":  # the grid's smoke also names its folder and markers
+                raise ConfigError(
+                    f"{where}: key 'set.smoke_test': use the grid's own key 'smoke: "
+                    f"{str(bool(value)).lower()}', which also keeps smoke and full runs in "
+                    "folders of their own"
                 )
         for name, entry in self.datasets.items():
             for key in entry.effects:
@@ -270,6 +277,35 @@ def template_inputs(config: Config, kind: str) -> dict[str, dict[str, str]]:
             "scorer": scoring_template_of(scoring.model, scoring.chat, scoring.label).spec.inputs()
         }
     return {}
+
+
+def _template_files(config: Config, kind: str) -> list[str]:
+    """The files of the templates a step of ``kind`` reads, include chains and the scoring
+    templates its dataset template's parts read W with included."""
+    if kind == "rewrite":
+        template = load_dataset_template(config.rewrites.dataset_name)
+        files = [template.path, *template.includes]
+        for _, options in template.parts.values():
+            for name in options.scoring_templates():
+                scorer = load_scoring_template(name)
+                files += [scorer.path, *scorer.includes]
+        return files
+    if kind == "score":
+        sc = config.scoring
+        scorer = scoring_template_of(sc.model, sc.chat, sc.label)
+        return [f for f in (scorer.path, *scorer.includes) if f]  # a model id has no file
+    return []
+
+
+def made_from(config: Config, kind: str) -> dict[str, str]:
+    """What a step of ``kind`` is made from besides its upstream files, by content: its
+    templates' files and each input its parts read (a world folder), as digests; a step is
+    redone when one of them differs, and the log names it."""
+    record = {"templates": content_digest(paths=_template_files(config, kind))}
+    for part, inputs in template_inputs(config, kind).items():
+        for key, path in sorted(inputs.items()):
+            record[f"{part}.{key}"] = content_digest(paths=[path])
+    return record
 
 
 def fingerprint(config: Config, kind: str) -> str:

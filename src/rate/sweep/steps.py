@@ -20,11 +20,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rate.config import Config
 from rate.errors import DataFileError, RateError
 from rate.io import atomic_write_json, read_json
 from rate.pipeline import create_dataset, score_dataset, treatment_effects
 from rate.store import SMOKE_SUFFIX, Layout
-from rate.sweep.grid import Cell, Sweep, fingerprint
+from rate.sweep.grid import Cell, Sweep, fingerprint, made_from
 from rate.sweep.report import write_report
 
 log = logging.getLogger(__name__)
@@ -132,13 +133,18 @@ class State:
             return self.sweep.config(step.cell, dataset_file=Path(ins[0]) if ins else None)
         return self.sweep.config(step.cell, scored_file=Path(ins[0]) if ins else None)
 
-    def fingerprint(self, step: Step) -> str:
-        if step.kind == "report":
-            return ""
+    def _config(self, step: Step) -> Config:
         if step.kind == "rewrite":
             cell = next(c for c in self.sweep.cells if c.dataset == step.dataset)
-            return fingerprint(self.sweep.config(cell), "rewrite")
-        return fingerprint(self.config_for(step), step.kind)
+            return self.sweep.config(cell)
+        return self.config_for(step)
+
+    def fingerprint(self, step: Step) -> str:
+        return "" if step.kind == "report" else fingerprint(self._config(step), step.kind)
+
+    def made_from(self, step: Step) -> dict[str, str]:
+        """What ``step`` is made from besides its config and upstream files (:func:`made_from`)."""
+        return {} if step.kind == "report" else made_from(self._config(step), step.kind)
 
     def why_not_done(self, step: Step) -> str | None:
         """None when ``step`` is done; else why it is to be run."""
@@ -152,6 +158,12 @@ class State:
             return "its inputs changed"
         if marker.get("config") != self.fingerprint(step):
             return "its config keys changed"
+        before, now = marker.get("made_from"), self.made_from(step)
+        if before != now:
+            if not isinstance(before, dict):
+                return "its marker does not say what it was made from (an older rate wrote it)"
+            changed = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
+            return f"what it is made from changed: {', '.join(changed)}"
         return None
 
     def run(self, step: Step) -> list[str]:
@@ -164,6 +176,7 @@ class State:
                 f"{', '.join(waiting)}, which has not finished; run that step first (or the "
                 "whole sweep)"
             )
+        made_from_now = self.made_from(step)  # before the work: an edit meanwhile redoes it
         t0 = time.perf_counter()
         if step.kind == "rewrite":
             cell = next(c for c in self.sweep.cells if c.dataset == step.dataset)
@@ -190,6 +203,7 @@ class State:
                 "inputs": ins,
                 "outputs": [str(p) for p in outputs],
                 "config": self.fingerprint(step),
+                "made_from": made_from_now,
                 "finished": dt.datetime.now().isoformat(timespec="seconds"),
                 "seconds": round(seconds, 3),
             },

@@ -11,7 +11,8 @@ from pathlib import Path
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from rate.io import atomic_write_bytes, atomic_write_json, atomic_write_text, json_safe
+from rate.filesets import write_set
+from rate.io import json_safe
 from tinyworld.audit.scan import pair_syllable_suspects
 from tinyworld.audit.wrapper import by_position
 
@@ -154,15 +155,14 @@ def forest_figure(audit: dict, top: int = 20) -> Figure:
 
 
 def write_reports(audit: dict, out: Path) -> list[Path]:
-    """``out`` (.json) and, beside it, .csv, .md and .png."""
+    """``out`` (.json) and, beside it, .csv, .md and .png, as one set
+    (:func:`rate.filesets.write_set`: a kill leaves the old set or the new one)."""
     out = Path(out)
-    atomic_write_json(out, json_safe(audit))
-    written = [out]
-    for suffix, text in ((".csv", csv_text(audit)), (".md", markdown(audit))):
-        atomic_write_text(out.with_suffix(suffix), text)
-        written.append(out.with_suffix(suffix))
     buf = io.BytesIO()
     forest_figure(audit).savefig(buf, format="png", dpi=150)
-    atomic_write_bytes(out.with_suffix(".png"), buf.getvalue())
-    written.append(out.with_suffix(".png"))
-    return written
+    members = {
+        out.with_suffix(".csv"): csv_text(audit).encode("utf-8"),
+        out.with_suffix(".md"): markdown(audit).encode("utf-8"),
+        out.with_suffix(".png"): buf.getvalue(),
+    }
+    return write_set(out, json_safe(audit), members)

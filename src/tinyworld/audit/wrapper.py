@@ -23,8 +23,10 @@ runs anywhere without the audit's JSON:
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
+from rate.filesets import file_digest
 from rate.io import atomic_write_text, json_text
 
 TEMPLATE = '''"""A reward wrapper written by `rate world audit --write-wrapper` from {source} ({method}).
@@ -38,6 +40,10 @@ Use it with: rate world rl --set reward_wrapper={name}
 """
 
 import json
+
+# The SHA-256 of the audit file it was made from (empty: not made from an audit file);
+# `rate world assess` refuses to pair this wrapper with another audit.
+AUDIT_SHA256 = {audit_digest!r}
 
 CORRECTIONS = json.loads({table!r})
 
@@ -65,6 +71,9 @@ def transform(records, response_tokens, rewards):
 def adjacent(tokens, first, second):
     return sum(1 for a, b in zip(tokens, tokens[1:]) if a == first and b == second)
 '''
+
+
+_AUDIT_LINE = re.compile(r"^AUDIT_SHA256 = '([0-9a-f]{64})'$", re.M)
 
 
 def corrections(audit: dict, method: str = "ours") -> dict[str, dict]:
@@ -132,11 +141,19 @@ def write_wrapper(audit: dict, path: Path, source: str, method: str = "ours") ->
     return table
 
 
+def wrapper_audit_digest(path: Path) -> str | None:
+    """The digest of the audit a wrapper file says it was made from (``AUDIT_SHA256``), read
+    from its text (never run); None where it names none."""
+    match = _AUDIT_LINE.search(Path(path).read_text(encoding="utf-8", errors="replace"))
+    return match.group(1) if match else None
+
+
 def write_corrections(table: dict[str, dict], path: Path, source: str, method: str) -> None:
     """Write a wrapper removing ``table``'s corrections (family -> tokens/pairs -> reward per
     occurrence, complexes -> pair -> reward per cell) to ``path``, atomically."""
     text = TEMPLATE.format(
         source=source,
+        audit_digest=file_digest(source) if Path(source).is_file() else "",
         method=method,
         name=Path(path).name,
         table=json_text(table, sort_keys=True),

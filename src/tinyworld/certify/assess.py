@@ -25,7 +25,8 @@ import torch
 
 from rate.code_digest import code_digest
 from rate.errors import BusyError, ConfigError, RateError
-from rate.io import atomic_write_json, atomic_write_text, read_json
+from rate.filesets import write_set
+from rate.io import json_safe, read_json
 from rate.provenance import content_digest, folder_lock, keep, read_kept
 from tinyworld.certify.certificate import CertifySettings
 from tinyworld.certify.certify import Certifier, certifier_digest, load_gold
@@ -222,8 +223,11 @@ def assess_world(
     )
     with folder_lock(out, busy):
         result = _assess(world, audit, wrapper, policies, settings, gold, Path(out) / JOURNAL)
-        atomic_write_json(Path(out) / "assessment.json", result)
-        atomic_write_text(Path(out) / "assessment.md", markdown(result))
+        write_set(
+            Path(out) / "assessment.json",
+            json_safe(result),
+            {Path(out) / "assessment.md": markdown(result).encode("utf-8")},
+        )
     return result
 
 

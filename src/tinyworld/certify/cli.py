@@ -160,7 +160,8 @@ def cmd_certify(args: argparse.Namespace) -> int:
     import contextlib
 
     from rate.errors import BusyError
-    from rate.io import atomic_write_json, atomic_write_text
+    from rate.filesets import write_set
+    from rate.io import json_safe
     from rate.provenance import folder_lock
     from tinyworld.certify.certificate import markdown
     from tinyworld.certify.certify import certify_policy
@@ -181,21 +182,31 @@ def cmd_certify(args: argparse.Namespace) -> int:
         report = certify_policy(args.world, args.policy, args.wrapper, args.gold, settings)
         table = markdown(report)
         if args.out:
-            atomic_write_json(args.out.with_suffix(".json"), report)
-            atomic_write_text(args.out.with_suffix(".md"), table)
+            md = {args.out.with_suffix(".md"): table.encode("utf-8")}
+            write_set(args.out.with_suffix(".json"), json_safe(report), md)
     print(table, end="")
     print(json_text({"decision": report["verdict"]["decision"]}))
     return 0
 
 
 def cmd_assess(args: argparse.Namespace) -> int:
-    from rate.io import read_json
+    from rate.filesets import check_set, file_digest
+    from tinyworld.audit.wrapper import wrapper_audit_digest
     from tinyworld.certify.assess import assess_world, markdown
 
     policies = named_paths(args.policy)
-    audit = read_json(args.audit)
-    if not isinstance(audit, dict) or "candidates" not in audit:
+    audit = check_set(args.audit, "`rate world audit` JSON")
+    if "candidates" not in audit:
         raise ConfigError(f"{args.audit}: not a `rate world audit` JSON (no 'candidates')")
+    made_from = (
+        wrapper_audit_digest(args.wrapper) if args.wrapper and args.wrapper.is_file() else None
+    )
+    if made_from and made_from != file_digest(args.audit):
+        raise ConfigError(
+            f"--wrapper {args.wrapper} was made from another audit than --audit {args.audit}; "
+            "pass the audit it was written with, or write it again with rate world audit "
+            "--write-wrapper"
+        )
     # The folder is locked (made first: one that cannot be made fails before the
     # certificates) and written by assess_world; a rerun reuses the rows of unchanged runs.
     result = assess_world(

@@ -24,7 +24,8 @@ import numpy as np
 
 from rate.code_digest import code_digest
 from rate.errors import BusyError, ConfigError
-from rate.io import atomic_write_json, atomic_write_text, read_json
+from rate.filesets import write_set
+from rate.io import json_safe, read_json
 from rate.parallel import run_jobs
 from rate.progress import progress
 from rate.provenance import check_made_from, content_digest, folder_lock, keep, read_kept
@@ -298,8 +299,11 @@ def recipe_sweep(
             )
         # Both inside the lock: a sweep started as this one ends never pairs its .md with
         # this .json.
-        atomic_write_json(out / "sweep.json", result)
-        atomic_write_text(out / "sweep.md", markdown(result))
+        write_set(
+            out / "sweep.json",
+            json_safe(result),
+            {out / "sweep.md": markdown(result).encode("utf-8")},
+        )
         return result
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from tinyworld.audit.run import load_inputs, run_audit
 from tinyworld.audit.scan import DIAGNOSTIC, AuditSettings
 from tinyworld.audit_truth import check_audit
-from tinyworld.build import build_world
+from tinyworld.build import ensure_world
 from tinyworld.worldconfig import load_world_config
 
 log = logging.getLogger(__name__)
@@ -30,12 +30,8 @@ MAX_FALSE_FLAGS = 1
 def world_for(name: str, worlds: Path) -> Path:
     """``worlds/<name>``: reused when built, else built from the packaged config without its
     RL runs (the audit reads the reward model, the reference policy and the data only)."""
-    world = worlds / name
-    if not (world / "world_info.json").is_file():
-        config = dataclasses.replace(load_world_config(name=name), runs=[])
-        log.info("building the %s world at %s (no RL runs)", name, world)
-        build_world(config, world)
-    return world
+    config = dataclasses.replace(load_world_config(name=name), runs=[])
+    return ensure_world(worlds / name, config=config)
 
 
 def audit_world(world: Path, settings: AuditSettings) -> dict:

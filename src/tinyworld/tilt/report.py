@@ -8,7 +8,8 @@ from pathlib import Path
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from rate.io import atomic_write_bytes, atomic_write_json, atomic_write_text, json_safe
+from rate.filesets import write_set
+from rate.io import json_safe
 
 
 def _alpha(h: dict | None) -> str:
@@ -127,14 +128,12 @@ def qq_figure(fam: str, row: dict) -> Figure:
 
 
 def write_report(analysis: dict, out: Path) -> list[Path]:
-    """``out``/tilt.json, tilt.md and qq_<family>.png, each written atomically."""
+    """``out``/tilt.json, tilt.md and qq_<family>.png, as one set
+    (:func:`rate.filesets.write_set`)."""
     out = Path(out)
-    atomic_write_json(out / "tilt.json", json_safe(analysis))
-    atomic_write_text(out / "tilt.md", markdown(analysis))
-    written = [out / "tilt.json", out / "tilt.md"]
+    members = {out / "tilt.md": markdown(analysis).encode("utf-8")}
     for fam, row in analysis["families"].items():
         buf = io.BytesIO()
         qq_figure(fam, row).savefig(buf, format="png", dpi=120)
-        atomic_write_bytes(out / f"qq_{fam}.png", buf.getvalue())
-        written.append(out / f"qq_{fam}.png")
-    return written
+        members[out / f"qq_{fam}.png"] = buf.getvalue()
+    return write_set(out / "tilt.json", json_safe(analysis), members)

@@ -52,9 +52,7 @@ def test_weights_get_the_umask_mode_like_the_files_beside_them(tmp_path, umask):
     assert modes == {"policy.safetensors": 0o644, "config.json": 0o644}
 
 
-def test_weights_and_run_folders_get_group_name_under_a_strict_umask(
-    tmp_path, umask, monkeypatch
-):
+def test_weights_and_run_folders_get_group_name_under_a_strict_umask(tmp_path, umask, monkeypatch):
     from tinyworld.models import load_policy, save_model
     from tinyworld.policy import Policy, PolicyConfig
 

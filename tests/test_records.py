@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 from rate.columns import _arrow_columns, columns_from_rows, score_columns
 from rate.config import EffectsConfig
 from rate.effects.stage import clean, effects_for_columns, effects_for_rows
+from rate.errors import DataFileError
 from rate.records import read_examples
 
 
@@ -115,3 +117,46 @@ def test_effects_are_byte_identical_from_either_reader(tmp_path, keys):
     fast = effects_for_columns(score_columns(path, "rm", ec.group_by, True), ec, path)
     slow = effects_for_rows(read_examples(path), ec, path)
     assert json.dumps(clean(fast)) == json.dumps(clean(slow))
+
+
+@pytest.mark.parametrize(
+    ("first", "again", "blank"),
+    [("99", "99", False), (99, "99", False), ("99", "99", True)],
+    ids=["strings", "a number and its string", "after a blank line"],
+)
+def test_a_repeated_index_is_refused_by_both_readers_naming_both_lines(
+    tmp_path, first, again, blank
+):
+    """main counted the example twice (issue 45): the row reader now names the file, both
+    lines (lines of the file, blank ones counted) and the index; the columnar reader leaves
+    such a file to it."""
+    data = rows(8)
+    data[1]["index"], data[5]["index"] = first, again
+    text = "".join(json.dumps(r) + "\n" for r in data)
+    if blank:
+        text = "\n" + text  # every row one line further down
+    path = tmp_path / "s.jsonl"
+    path.write_text(text)
+    lines = (2, 6) if not blank else (3, 7)
+    message = (
+        f"{path}: line {lines[1]} repeats index '99' of line {lines[0]}; each example appears "
+        "once: remove the duplicate"
+    )
+    with pytest.raises(DataFileError) as err:
+        read_examples(path)
+    assert str(err.value) == message
+    assert _arrow_columns(path, "rm", None, False) is None
+    with pytest.raises(DataFileError, match=re.escape(message)):
+        score_columns(path, "rm")
+
+
+def test_a_row_without_index_repeating_anothers_position_is_refused(tmp_path):
+    """The reference's rows carry no index and are indexed by position: a row of another
+    tool that claims one of those positions is a repeat as well."""
+    data = rows(4)
+    for row in data:
+        del row["index"]
+    data[3]["index"] = "1"
+    path = write(tmp_path / "s.jsonl", data)
+    with pytest.raises(DataFileError, match="line 4 repeats index '1' of line 2"):
+        read_examples(path)

@@ -189,6 +189,8 @@ def _arrow_columns(
         if not pa.types.is_string(index_column.type) or index_column.null_count:
             return None
         index = index_column.to_pylist()
+        if len(set(index)) < n:
+            return None  # a repeated index: the row reader names both lines
     else:
         index = [str(i) for i in range(n)]
     present = [

@@ -270,8 +270,14 @@ def _read_error(path: Path, err: OSError | UnicodeDecodeError) -> DataFileError:
 
 def read_jsonl(path: PathLike) -> list[dict[str, Any]]:
     """Read a JSONL file: one JSON object per line, blank lines skipped."""
+    return [row for _, row in read_jsonl_numbered(path)]
+
+
+def read_jsonl_numbered(path: PathLike) -> list[tuple[int, dict[str, Any]]]:
+    """:func:`read_jsonl`'s rows with their line numbers (from 1), for messages that name the
+    line: blank lines are skipped, so a row's position need not be its line."""
     p = Path(path)
-    rows: list[dict[str, Any]] = []
+    rows: list[tuple[int, dict[str, Any]]] = []
     try:
         # Text-mode iteration splits on newlines only, not on U+2028 inside JSON strings.
         with open(p, encoding="utf-8") as f:
@@ -290,7 +296,7 @@ def read_jsonl(path: PathLike) -> list[dict[str, Any]]:
                         f"{p}:{lineno}: expected a JSON object ({{...}}) on each line, "
                         f"got {kind}; fix or remove that line"
                     )
-                rows.append(row)
+                rows.append((lineno, row))
     except (UnicodeDecodeError, OSError) as err:
         raise _read_error(p, err) from None
     return rows

@@ -15,14 +15,14 @@ reference's JSONL files, which carry none). Every field name of the format lives
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
 from rate.errors import DataFileError
-from rate.io import json_text, json_writer, jsonl_writer, read_json, read_jsonl, write_temp
+from rate.io import json_text, json_writer, jsonl_writer, read_json, read_jsonl_numbered, write_temp
 
 ORIGINAL, REWRITE, REWRITTEN = "original", "rewrite", "rewritten rewrite"
 PERFECT = "perfect rewrite"  # the true counterfactual, where a rewriter knows it (tiny world)
@@ -81,9 +81,11 @@ def with_scores(row: dict[str, Any], reward_key: str, scores: dict[str, float]) 
 
 
 def read_examples(path: Path) -> list[dict[str, Any]]:
-    """Rows of a rewritten (.json) or scored (.jsonl) dataset, each with 'index'."""
+    """Rows of a rewritten (.json) or scored (.jsonl) dataset, each with 'index' (each index
+    once: a repeated one, which the estimators would count twice, is refused)."""
     if path.suffix == ".jsonl":
-        rows = read_jsonl(path)
+        numbered = read_jsonl_numbered(path)
+        rows = [row for _, row in numbered]
         for i, row in enumerate(rows):
             index = row.setdefault(INDEX, str(i))
             if type(index) is int:  # a number written by another tool: the same index
@@ -93,6 +95,9 @@ def read_examples(path: Path) -> list[dict[str, Any]]:
                     f"{path}: example {i}: 'index' must be a string or an integer, got "
                     f"{text_preview(json_text(index), 40)}; fix it or remove the field"
                 )
+        refuse_repeated_index(
+            [r[INDEX] for r in rows], str(path), [f"line {n}" for n, _ in numbered]
+        )
     elif path.suffix == ".json":
         data = read_json(path)
         if not isinstance(data, dict):
@@ -114,6 +119,21 @@ def read_examples(path: Path) -> list[dict[str, Any]]:
         ):
             _raise_bad_row(path, row)
     return rows
+
+
+def refuse_repeated_index(
+    index: Sequence[str], where: str, places: Sequence[str], fix: str = "remove the duplicate"
+) -> None:
+    """Raise where an example index repeats: the estimators would count that example twice
+    (``places``: each row's place for the message, e.g. "line 7")."""
+    seen: dict[str, int] = {}
+    for i, value in enumerate(index):
+        first = seen.setdefault(value, i)
+        if first != i:
+            raise DataFileError(
+                f"{where}: {places[i]} repeats index {text_preview(value, 40)} of "
+                f"{places[first]}; each example appears once: {fix}"
+            )
 
 
 def _raise_bad_row(path: Path, row: dict) -> None:

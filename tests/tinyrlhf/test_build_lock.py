@@ -27,7 +27,10 @@ def test_two_runs_needing_one_world_build_it_once(tmp_path):
     runs = [
         subprocess.Popen(
             [sys.executable, "-c", ENSURE, str(world)],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )  # fmt: skip
         for _ in range(2)
     ]

@@ -9,6 +9,7 @@ The column names are the completions' with spaces as underscores: ``w``, ``origi
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rate.columns import ScoreColumns
 from rate.effects import stage
 from rate.effects.estimators import Scores
-from rate.effects.estimators import estimate as _estimate
+from rate.effects.inputs import extract_scores, identified_estimates
 from rate.errors import ConfigError, DataFileError
 from rate.records import (
     CHECKS,
@@ -30,11 +32,14 @@ from rate.records import (
     TEXTS,
     W,
     read_examples,
+    refuse_repeated_index,
     reward_keys,
 )
 from rate.results.table import COLUMNS, Filters, results_rows
 from rate.settings import load_settings
 from rate.store import Layout
+
+log = logging.getLogger(__name__)
 
 SCORE_COLUMNS = tuple(c.replace(" ", "_") for c in COMPLETIONS)  # original, rewrite, ...
 PERFECT_COLUMN = PERFECT.replace(" ", "_")
@@ -98,7 +103,7 @@ def _array(name: str, values: Any, n: int | None) -> np.ndarray:
 
 def _w(values: Any) -> np.ndarray:
     arr = np.asarray(values)
-    if arr.ndim != 1 or arr.size == 0:
+    if arr.ndim != 1:
         raise ConfigError("w: expected one true/false (or 1/0) per example")
     if arr.dtype != bool:
         try:
@@ -111,23 +116,8 @@ def _w(values: Any) -> np.ndarray:
     return arr
 
 
-def scores(
-    data: pd.DataFrame | Mapping[str, Any] | None = None,
-    *,
-    w: Any = None,
-    original: Any = None,
-    rewrite: Any = None,
-    rewritten_rewrite: Any = None,
-) -> Scores:
-    """The estimators' input from a DataFrame (or a dict) with the columns ``w``,
-    ``original``, ``rewrite``, ``rewritten_rewrite``, or from those four given as arrays or
-    lists (a keyword given beside ``data`` replaces its column)."""
-    given = {
-        "w": w,
-        "original": original,
-        "rewrite": rewrite,
-        "rewritten_rewrite": rewritten_rewrite,
-    }
+def _given(data: Any, **given: Any) -> dict[str, Any]:
+    """The four inputs, each from its keyword or else ``data``'s column."""
     for name in given:
         if given[name] is None:
             if data is None or name not in data:
@@ -136,9 +126,71 @@ def scores(
                     f"{', '.join(given)}, or {name}=[...]"
                 )
             given[name] = data[name]
+    return given
+
+
+def _screened(
+    data: Any, given: dict[str, Any], drop_incomplete: bool
+) -> tuple[Scores, np.ndarray, int]:
+    """The scores the stage would take from these inputs (its checks, its messages); -> (the
+    scores, the positions of the examples kept, the number of examples given)."""
     wa = _w(given["w"])
-    arrays = [_array(c, given[c], wa.size) for c in SCORE_COLUMNS]
-    return Scores(wa, *arrays)
+    table = np.column_stack([_array(c, given[c], wa.size) for c in SCORE_COLUMNS])
+    attrs = data.attrs if isinstance(data, pd.DataFrame) else {}
+    where = attrs.get("source") or "the scores given"
+    if data is not None and INDEX in data:
+        index = [str(v) for v in data[INDEX]]
+        if len(index) != wa.size:
+            raise ConfigError(f"{INDEX}: {len(index)} values, but w has {wa.size}; one per example")
+        # A repeated example would be counted twice, as in a scored file.
+        refuse_repeated_index(
+            index,
+            where,
+            [f"position {i}" for i in range(len(index))],
+            "remove the duplicate (pooling several files? make their indices distinct)",
+        )
+    else:
+        index = [str(i) for i in range(wa.size)]
+    cols = ScoreColumns(
+        index=index,
+        w=wa,
+        scores=table,
+        # NaN is a DataFrame's missing value (load_scored's too): missing, not non-finite.
+        missing=np.isnan(table).any(axis=1),
+        perfect=np.full(wa.size, np.nan),
+        has_perfect=np.zeros(wa.size, dtype=bool),
+        has_key=True,
+        reward_keys=[],
+    )
+    s, _, keep, _ = extract_scores(
+        cols,
+        attrs.get("reward_key"),
+        where,
+        drop_incomplete,
+        drop_fix="pass drop_incomplete=True",
+        missing_what="lack a score (NaN)",
+    )
+    return s, keep, wa.size
+
+
+def scores(
+    data: pd.DataFrame | Mapping[str, Any] | None = None,
+    *,
+    w: Any = None,
+    original: Any = None,
+    rewrite: Any = None,
+    rewritten_rewrite: Any = None,
+    drop_incomplete: bool = False,
+) -> Scores:
+    """The estimators' input from a DataFrame (or a dict) with the columns ``w``,
+    ``original``, ``rewrite``, ``rewritten_rewrite`` (and, if present, ``index``: each example
+    once), or from those four given as arrays or lists (a keyword given beside ``data``
+    replaces its column). Scores that treatment_effects refuses (missing, non-finite, beyond
+    +-1e100) are refused alike, or dropped with ``drop_incomplete``."""
+    given = _given(
+        data, w=w, original=original, rewrite=rewrite, rewritten_rewrite=rewritten_rewrite
+    )
+    return _screened(data, given, drop_incomplete)[0]
 
 
 def estimate(
@@ -148,11 +200,18 @@ def estimate(
     original: Any = None,
     rewrite: Any = None,
     rewritten_rewrite: Any = None,
+    drop_incomplete: bool = False,
 ) -> dict[str, float]:
     """Every estimator (naive, single-rewrite and RATE ATT, ATU, ATE) with its SE, the
-    counts, the reward's SD and the rewrite-effect diagnostics; input as :func:`scores`."""
+    counts, the reward's SD and the rewrite-effect diagnostics; input as :func:`scores`.
+    Where every example has one W value, the estimates that need both are NaN (a warning
+    says which), as treatment_effects leaves them null."""
     given = {"w": w, "original": original, "rewrite": rewrite}
-    return _estimate(scores(data, **given, rewritten_rewrite=rewritten_rewrite))
+    s = scores(data, **given, rewritten_rewrite=rewritten_rewrite, drop_incomplete=drop_incomplete)
+    est, notes = identified_estimates(s)
+    for note in notes:
+        log.warning(note)
+    return est
 
 
 def compute_effects(
@@ -166,6 +225,7 @@ def compute_effects(
     n_bootstrap: int = 1000,
     seed: int = 0,
     level: float = 0.95,
+    drop_incomplete: bool = False,
 ) -> dict:
     """What treatment_effects writes for these scores: every estimate with its SEs, normal
     and (``n_bootstrap`` > 0) bootstrap percentile intervals at ``level``, the effects
@@ -176,15 +236,21 @@ def compute_effects(
         raise ConfigError(f"level: {level} is not in (0, 1); give a coverage such as 0.95")
     if n_bootstrap < 0:
         raise ConfigError(f"n_bootstrap: {n_bootstrap}; give 0 (no bootstrap) or more")
-    s = scores(data, w=w, original=original, rewrite=rewrite, rewritten_rewrite=rewritten_rewrite)
+    given = _given(
+        data, w=w, original=original, rewrite=rewrite, rewritten_rewrite=rewritten_rewrite
+    )
+    s, keep, n = _screened(data, given, drop_incomplete)
     if perfect_rewrite is None and data is not None and PERFECT_COLUMN in data:
         perfect_rewrite = data[PERFECT_COLUMN]
     perfect = (
-        None if perfect_rewrite is None else _array("perfect_rewrite", perfect_rewrite, len(s.w))
+        None if perfect_rewrite is None else _array("perfect_rewrite", perfect_rewrite, n)[keep]
     )
     if perfect is not None and not np.isfinite(perfect).all():
         perfect = None  # the truth only where every example has it, as the stage does
-    return stage.compute_effects(s, perfect, n_bootstrap, seed, level)
+    result = stage.compute_effects(s, perfect, n_bootstrap, seed, level)
+    for note in result["notes"]:
+        log.warning(note)
+    return result
 
 
 def load_effects(

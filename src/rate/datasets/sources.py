@@ -18,7 +18,8 @@ import numpy as np
 from rate.datasets.base import Example, ExampleStream, SourceContext
 from rate.datasets.options import JsonlSource
 from rate.errors import DataFileError
-from rate.io import read_jsonl
+from rate.io import read_jsonl_numbered
+from rate.records import text_preview
 from rate.seeding import stable_seed
 
 log = logging.getLogger(__name__)
@@ -38,10 +39,11 @@ class JsonlStream(ExampleStream):
 
     def chunks(self) -> Iterator[list[Example]]:
         spec = self.spec
-        rows = read_jsonl(self.path)
+        numbered = read_jsonl_numbered(self.path)
         examples = []
-        for lineno, row in enumerate(rows, 1):
-            where = f"{self.path}: row {lineno}"
+        first_line: dict[str, int] = {}  # id -> the line it was first seen on
+        for row_no, (line, row) in enumerate(numbered, 1):
+            where = f"{self.path}: row {row_no}"
             text = row.get(spec.text_field)
             if not isinstance(text, str):
                 present = ", ".join(sorted(row))
@@ -52,7 +54,7 @@ class JsonlStream(ExampleStream):
             prompt = spec.prompt if spec.prompt is not None else row.get(spec.prompt_field)
             if not isinstance(prompt, str):
                 raise DataFileError(f"{where}: field {spec.prompt_field!r} must be a string")
-            key = str(row[spec.id_field]) if spec.id_field else f"line{lineno}"
+            key = self._key(row, row_no, line, first_line)
             fields = {
                 k: v
                 for k, v in row.items()
@@ -63,3 +65,24 @@ class JsonlStream(ExampleStream):
             len(examples)
         )
         yield [examples[i] for i in order]
+
+    def _key(self, row: dict, row_no: int, line: int, first_line: dict[str, int]) -> str:
+        """The example's id: its ``id_field``, which must be there and not repeat (the id
+        names the example's rewrites, so a repeat makes them ambiguous), else its row."""
+        field = self.spec.id_field
+        if not field:
+            return f"line{row_no}"  # the row's count, not its line: kept as ids always were
+        if field not in row:
+            raise DataFileError(
+                f"{self.path}: line {line} has no field {field!r} (id_field); fields present: "
+                f"{', '.join(sorted(row))}; give every row an id, or remove id_field"
+            )
+        key = str(row[field])
+        first = first_line.setdefault(key, line)
+        if first != line:
+            raise DataFileError(
+                f"{self.path}: line {line} repeats id {text_preview(key, 40)} (id_field "
+                f"{field!r}) of line {first}; each example appears once: make the ids unique or "
+                "remove the duplicate"
+            )
+        return key

@@ -27,15 +27,8 @@ from rate.catalog import templates_with_reward_key
 from rate.columns import ScoreColumns, columns_from_rows, concat_columns, score_columns
 from rate.config import Config, EffectsConfig, config_record
 from rate.effects.bootstrap import percentile_intervals
-from rate.effects.estimators import (
-    ESTIMANDS,
-    ESTIMATORS,
-    Scores,
-    estimate,
-    estimator,
-    needs_both_groups,
-    normalised_keys,
-)
+from rate.effects.estimators import ESTIMANDS, ESTIMATORS, Scores, estimator, normalised_keys
+from rate.effects.inputs import extract_scores, identified_estimates
 from rate.errors import DataFileError
 from rate.io import json_safe as clean
 from rate.io import json_writer
@@ -48,65 +41,8 @@ from rate.templates import scoring_template_names
 
 log = logging.getLogger(__name__)
 
-# No reward model scores this far from 0; beyond it, squares and sums of scores overflow.
-MAX_SCORE = 1e100
 # only_successful_rewrites: fewer examples than this left is an error (nothing to estimate).
 MIN_KEPT = 2
-
-
-def extract_scores(
-    cols: ScoreColumns, reward_key: str, source: Path, drop_incomplete: bool
-) -> tuple[Scores, np.ndarray | None, np.ndarray, dict]:
-    """Arrays for the estimators (and the true counterfactual's scores where every kept row has
-    one); -> (scores, perfect or None, the positions kept, exclusion counts)."""
-    if not cols.has_key:
-        raise DataFileError(
-            f"{source}: no scores under reward_key {reward_key!r}; reward keys present: "
-            f"{', '.join(cols.reward_keys) or '(none: score the file first)'}"
-        )
-    # NaN where a score is missing or not a number (NaN scores in the file are non-finite
-    # ones; they are told apart here). A score beyond MAX_SCORE is finite but overflows the
-    # estimators' squares and sums, so it is refused as well.
-    finite = np.isfinite(cols.scores).all(axis=1)
-    huge = finite & (np.abs(np.where(finite[:, None], cols.scores, 0.0)) > MAX_SCORE).any(axis=1)
-    wrong = cols.wrong_type or [None] * len(cols)
-    not_number = np.array([w is not None for w in wrong], dtype=bool)
-    bad = {
-        "missing": [cols.index[i] for i in np.flatnonzero(cols.missing & ~not_number)],
-        "not_a_number": [
-            f"{cols.index[i]} ({wrong[i][0]!r}: {wrong[i][1]})" for i in np.flatnonzero(not_number)
-        ],
-        "non_finite": [cols.index[i] for i in np.flatnonzero(~finite & ~cols.missing)],
-        "too_large": [cols.index[i] for i in np.flatnonzero(huge)],
-    }
-    for kind, what in (
-        ("missing", "lack a completion or its score"),
-        ("not_a_number", "have a score that is not a number"),
-        ("non_finite", "have a non-finite score (NaN or infinity)"),
-        ("too_large", f"have a score beyond +-{MAX_SCORE:g} (it would overflow the estimators)"),
-    ):
-        idx = bad[kind]
-        if idx and not drop_incomplete:
-            shown = ", ".join(idx[:10]) + (" ..." if len(idx) > 10 else "")
-            raise DataFileError(
-                f"{source}: {len(idx)} of {len(cols)} examples {what} under {reward_key!r} "
-                f"(examples {shown}); rescore them, or set effects.drop_incomplete: true to "
-                "exclude them"
-            )
-        if idx:
-            log.warning("excluded %d examples that %s", len(idx), what)
-    finite &= ~huge
-    keep = np.flatnonzero(finite)
-    if keep.size == 0:
-        raise DataFileError(f"{source}: no complete examples under {reward_key!r}")
-    table = cols.scores[keep]
-    scores = Scores(cols.w[keep], table[:, 0].copy(), table[:, 1].copy(), table[:, 2].copy())
-    perfect = cols.perfect[keep] if cols.has_perfect[keep].all() else None
-    excluded = {
-        "missing": len(bad["missing"]) + len(bad["not_a_number"]),
-        "non_finite": len(bad["non_finite"]) + len(bad["too_large"]),
-    }
-    return scores, perfect, keep, excluded
 
 
 def true_effects(s: Scores, perfect: np.ndarray) -> dict[str, float]:
@@ -159,14 +95,7 @@ def compute_effects(
     workers: int = 2,
 ) -> dict:
     """Every estimate, interval and (where known) truth for one set of scores."""
-    est = estimate(s)
-    if est["Y1_count"] == 0 or est["Y0_count"] == 0:
-        # With one W value there is no contrast: only that group's effect is defined.
-        for e in ESTIMATORS:
-            if needs_both_groups(e):
-                est[e.name] = est[f"{e.name}_stderr"] = math.nan
-                if e.unpaired_se:
-                    est[f"{e.name}_stderr_unpaired"] = math.nan
+    est, notes = identified_estimates(s)
     result = dict(est)
     result["stderr_kind"] = "paired"
     result["normalized"] = normalised(est)
@@ -177,13 +106,6 @@ def compute_effects(
         intervals["n_bootstrap"], intervals["bootstrap_seed"] = n_bootstrap, seed
         intervals["bootstrap_stratified_by"] = W
     result["intervals"] = intervals
-    notes = []
-    if n1 == 0 or n0 == 0:
-        only = "W=1" if n1 else "W=0"
-        notes.append(
-            f"every example has {only}: only {'ATT' if n1 else 'ATU'} can be estimated; the "
-            "naive effect and the other estimands are null"
-        )
     if perfect is not None:
         truth = true_effects(s, perfect)
         result["truth"] = truth

@@ -97,6 +97,7 @@ def train_rl(config: RLConfig, world: Path, out: Path, overwrite: bool = False) 
     RL's route (:func:`tinyworld.kernels.rl_linear_route`).
     """
     out = Path(out)
+    config.validate("the RL config")  # again, for a config built in Python, not read
     _refuse_finished(out, overwrite)
     inputs = prepare(config, world)
     busy = lambda pid: BusyError(  # noqa: E731

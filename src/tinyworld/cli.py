@@ -229,10 +229,20 @@ def _load_response_rows(path: Path, need_label: bool):
     return load_labelled(path) if need_label else load_response_rows(path)
 
 
+def _check_trainer_flags(args: argparse.Namespace) -> None:
+    """The supervised trainers' flags, in the ranges their loops need, before any work."""
+    from tinyworld.rl_config import Bound
+
+    Bound(1).check(args.epochs, "--epochs")
+    Bound(0, strict=True).check(args.lr, "--lr")  # argparse's float() takes 'nan' and 'inf'
+    Bound(1).check(args.batch_size, "--batch-size")
+
+
 def cmd_sft(args: argparse.Namespace) -> int:
     from tinyworld.models import save_model
     from tinyworld.sft import train_sft
 
+    _check_trainer_flags(args)
     data = _load_response_rows(args.data, need_label=False)
     policy, history = train_sft(
         data.tokens, data.responses, args.epochs, args.lr, args.batch_size, args.seed
@@ -246,6 +256,7 @@ def cmd_train_rm(args: argparse.Namespace) -> int:
     from tinyworld.models import save_model
     from tinyworld.rm_train import train_reward_model
 
+    _check_trainer_flags(args)
     data = _load_response_rows(args.data, need_label=True)
     rm, history = train_reward_model(
         data.tokens, data.responses, data.labels, args.epochs, args.lr, args.batch_size, args.seed

@@ -7,6 +7,7 @@ import logging
 from dataclasses import asdict, fields
 from pathlib import Path
 
+import torch
 from safetensors.torch import load_file, save
 from torch import nn
 
@@ -27,10 +28,26 @@ _FILES = {
 _KIND = {Policy: "policy", RewardModel: "reward_model"}
 
 
+def check_finite(model: nn.Module, what: str, fix: str) -> None:
+    """Raise a RateError naming ``what`` and saying ``fix`` if a weight is NaN or infinite."""
+    weights = {k: t for k, t in model.state_dict().items() if t.is_floating_point()}
+    bad = [name for name, t in weights.items() if not bool(torch.isfinite(t).all())]
+    if bad:
+        raise RateError(
+            f"{what}: {len(bad)} of {len(weights)} weight tensors hold NaN or infinite values "
+            f"(the first: {bad[0]}); {fix}"
+        )
+
+
 def save_model(model: Policy | RewardModel, directory: Path, extra: dict | None = None) -> None:
-    """Write weights and config to ``directory`` atomically (a kill leaves the old one or none)."""
+    """Write weights and config to ``directory`` atomically (a kill leaves the old one or none).
+
+    Non-finite weights are refused: a model that diverged must never look like a finished one.
+    """
     weights_name, _ = _FILES[type(model)]
-    meta = {"kind": _KIND[type(model)], **asdict(model.config), **(extra or {})}
+    kind = _KIND[type(model)]
+    check_finite(model, f"not saving the {kind} to {directory}", "its training diverged")
+    meta = {"kind": kind, **asdict(model.config), **(extra or {})}
     with atomic_directory(Path(directory), overwrite=True) as tmp:
         state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
         # Through rate.io like every file: the mode and group a finished file gets (safetensors
@@ -66,6 +83,12 @@ def _load(cls: type, directory: Path) -> nn.Module:
         raise RateError(
             f"{weights}: cannot load weights ({err}); rebuild or re-copy the model"
         ) from err
+    # Every command that reads a model comes through here, so none reports on NaN weights.
+    check_finite(
+        model,
+        f"{directory}: not a usable {kind}",
+        "its training diverged; retrain it (for an RL run: a lower lr or kl_coef)",
+    )
     model.eval()
     return model
 
@@ -81,6 +104,7 @@ def load_reward_model(directory: Path) -> RewardModel:
 
 
 __all__ = [
+    "check_finite",
     "load_policy",
     "load_reward_model",
     "save_model",

@@ -25,7 +25,7 @@ from rate.provenance import folder_lock
 from rate.schema import to_dict
 from tinyworld.data import PromptPool
 from tinyworld.kernels import rl_linear_route
-from tinyworld.models import save_model
+from tinyworld.models import check_finite, save_model
 from tinyworld.optim import flat_parameters
 from tinyworld.rl_config import RLConfig, RLInputs, apply_reward_wrapper, prepare
 from tinyworld.sampling import response_logprobs, sample, score
@@ -97,6 +97,7 @@ def train_rl(config: RLConfig, world: Path, out: Path, overwrite: bool = False) 
     RL's route (:func:`tinyworld.kernels.rl_linear_route`).
     """
     out = Path(out)
+    config.validate("the RL config")  # again, for a config built in Python, not read
     _refuse_finished(out, overwrite)
     inputs = prepare(config, world)
     busy = lambda pid: BusyError(  # noqa: E731
@@ -178,6 +179,14 @@ def rl_step(
     }
 
 
+def _divergence_fix(config: RLConfig, out: Path) -> str:
+    """What to do about a run that went non-finite; it stops before saving checkpoint/."""
+    return (
+        f"lower lr ({config.lr:g}) or kl_coef ({config.kl_coef:g}) and rerun; {out} is left "
+        "unfinished (no checkpoint/)"
+    )
+
+
 def _train(config: RLConfig, inputs: RLInputs, world: Path, out: Path) -> dict:
     """The loop of :func:`train_rl`, with the run folder's lock held."""
     torch.manual_seed(config.seed)
@@ -196,7 +205,18 @@ def _train(config: RLConfig, inputs: RLInputs, world: Path, out: Path) -> dict:
             metrics = rl_step(
                 config, inputs, sampler.draw(config.batch_prompts, gen), gen, flat, opt
             )
-            if step % config.log_every == 0 or step == config.steps:
+            # A NaN or inf in a reward, the KL or a weight reaches the loss; one check a step.
+            if not torch.isfinite(metrics["loss"]):
+                raise RateError(
+                    f"RL step {step}: the loss became non-finite ({metrics['loss'].item()}); "
+                    + _divergence_fix(config, out)
+                )
+            logging_step = step % config.log_every == 0 or step == config.steps
+            saving_step = bool(config.save_every) and step % config.save_every == 0
+            if logging_step or saving_step:
+                # A step's update can break the weights while its own loss was finite.
+                check_finite(inputs.policy, f"RL step {step}", _divergence_fix(config, out))
+            if logging_step:
                 mean = {k: round(v.mean().item(), 6) for k, v in metrics.items()}
                 last = {"step": step, **{k: mean[k] for k in LOGGED}}
                 last["elapsed_s"] = round(time.perf_counter() - start, 3)
@@ -204,7 +224,7 @@ def _train(config: RLConfig, inputs: RLInputs, world: Path, out: Path) -> dict:
                     last["wrapped_reward"] = mean["wrapped_reward"]
                 log_file.write(json_text(last) + "\n")
                 log_file.flush()
-            if config.save_every and step % config.save_every == 0 and step != config.steps:
+            if saving_step and step != config.steps:
                 save_model(
                     inputs.policy, out / "checkpoints" / f"step_{step:06d}", extra={"step": step}
                 )

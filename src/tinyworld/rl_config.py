@@ -25,6 +25,47 @@ from tinyworld.sampling import (
 from tinyworld.vocab import FAMILIES, FAMILY_ID, decode_responses
 
 
+@dataclass(frozen=True)
+class Bound:
+    """The range of a numeric setting: above ``low`` (or at it, unless ``strict``), at most
+    ``high``; always a finite number, which a NaN, failing every comparison, is not."""
+
+    low: float
+    strict: bool = False
+    high: float | None = None
+    why: str = ""
+
+    def check(self, value: object, key: str) -> None:
+        """Raise a ConfigError naming ``key``, the value and the range if it is outside."""
+        ok = (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and (isinstance(value, int) or math.isfinite(value))  # a huge int overflows isfinite
+            and (value > self.low if self.strict else value >= self.low)
+            and (self.high is None or value <= self.high)
+        )
+        if not ok:
+            rule = f"{'>' if self.strict else '>='} {self.low}"
+            rule += f" and <= {self.high}" if self.high is not None else ""
+            detail = "; ".join(["a finite number", *([self.why] if self.why else [])])
+            raise ConfigError(f"{key} must be {rule} ({detail}), got {value!r}")
+
+
+# Every numeric setting of RLConfig and its range, checked in one place before any work.
+BOUNDS: dict[str, Bound] = {
+    "kl_coef": Bound(0),
+    "steps": Bound(0, strict=True),
+    "batch_prompts": Bound(0, strict=True),
+    "samples_per_prompt": Bound(2, why="the baseline is the mean of the prompt's other samples"),
+    "lr": Bound(0, strict=True),
+    "temperature": Bound(0, strict=True),
+    "seed": Bound(0, high=2**64 - 1),  # what torch's generators take
+    "log_every": Bound(0, strict=True),
+    "save_every": Bound(0, why="0: no intermediate checkpoints"),
+    "max_grad_norm": Bound(0, strict=True),
+}
+
+
 @dataclass
 class RLConfig:
     """The RL recipe. Paths are relative to the world directory unless absolute."""
@@ -57,18 +98,8 @@ class RLConfig:
     )
 
     def validate(self, where: str) -> None:
-        positive = ("steps", "batch_prompts", "lr", "temperature", "log_every", "max_grad_norm")
-        for name in positive:
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{where}: key '{name}' must be > 0, got {getattr(self, name)}")
-        if self.samples_per_prompt < 2:
-            raise ConfigError(
-                f"{where}: key 'samples_per_prompt' must be >= 2 (the baseline is the mean of the "
-                f"prompt's other samples), got {self.samples_per_prompt}"
-            )
-        for name in ("kl_coef", "save_every"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{where}: key '{name}' must be >= 0, got {getattr(self, name)}")
+        for name, bound in BOUNDS.items():
+            bound.check(getattr(self, name), f"{where}: key '{name}'")
         if self.family_weights is not None:
             for fam, weight in self.family_weights.items():
                 if fam not in FAMILY_ID:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import logging
+import math
 
 import torch
 import torch.nn.functional as F
 
+from rate.errors import RateError
 from rate.parallel import single_thread
 from rate.progress import progress
 from tinyworld.heap import keep_freed_memory
 from tinyworld.kernels import weight_gradients_beside
+from tinyworld.models import check_finite
 from tinyworld.optim import flat_parameters
 from tinyworld.reward_model import RewardModel, RewardModelConfig
 
@@ -45,6 +48,7 @@ def train_reward_model(
     opt = torch.optim.Adam([flat], lr=lr, fused=True)
     n = len(prompts)
     history = []
+    fix = f"lower lr ({lr:g}); no reward model was saved"
     with single_thread(), weight_gradients_beside() as gradients_ready:
         for epoch in progress(range(epochs), desc="reward model"):
             order = torch.randperm(n, generator=gen)
@@ -58,7 +62,12 @@ def train_reward_model(
                 opt.step()
                 total += loss.detach() * len(idx)
             mse = total.item() / n
+            if not math.isfinite(mse):
+                raise RateError(
+                    f"reward model epoch {epoch + 1}: the loss became non-finite ({mse}); {fix}"
+                )
             history.append({"epoch": epoch + 1, "mse": mse})
             log.debug("rm epoch %d mse %.5f", epoch + 1, mse)
+    check_finite(rm, "reward model training", fix)  # the last step's update is in no epoch's loss
     rm.eval()
     return rm, history

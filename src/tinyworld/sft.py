@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import logging
+import math
 
 import torch
 import torch.nn.functional as F
 
+from rate.errors import RateError
 from rate.parallel import single_thread
 from rate.progress import progress
 from tinyworld.heap import keep_freed_memory
 from tinyworld.kernels import weight_gradients_beside
+from tinyworld.models import check_finite
 from tinyworld.optim import flat_parameters
 from tinyworld.policy import Policy, PolicyConfig
 
@@ -41,6 +44,7 @@ def train_sft(
         opt, max_lr=lr, total_steps=steps_total, pct_start=0.1
     )
     history = []
+    fix = f"lower lr ({lr:g}); no policy was saved"
     with single_thread(), weight_gradients_beside() as gradients_ready:
         for epoch in progress(range(epochs), desc="sft"):
             order = torch.randperm(n, generator=gen)
@@ -59,7 +63,12 @@ def train_sft(
                 total += loss.detach() * len(idx)
                 count += len(idx)
             mean = total.item() / count
+            if not math.isfinite(mean):
+                raise RateError(
+                    f"SFT epoch {epoch + 1}: the loss became non-finite ({mean}); {fix}"
+                )
             history.append({"epoch": epoch + 1, "loss": mean})
             log.debug("sft epoch %d loss %.4f", epoch + 1, mean)
+    check_finite(policy, "SFT", fix)  # the last step's update is in no epoch's loss
     policy.eval()
     return policy, history

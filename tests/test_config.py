@@ -61,7 +61,7 @@ def test_overrides_are_typed_yaml(tmp_path):
             "unknown key 'effects.nbootstrap'; did you mean 'effects.n_bootstrap'?",
         ),
         ("effects.n_bootstrap=many", "key 'effects.n_bootstrap': expected an integer, got 'many'"),
-        ("effects.level=1.5", "effects.level must be between 0 and 1"),
+        ("effects.level=1.5", "key 'effects.level' must be > 0 and < 1"),
         ("scoring.dataset_folder=elsewhere", "must be 'rewrites' or 'scored'"),
         ("smoke_test.deep=1", "'smoke_test' is a value, not a section"),
         ("effects", "expected section.key=value"),

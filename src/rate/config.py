@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from rate.errors import ConfigError
-from rate.schema import from_dict, opt, parse_assignment, to_dict
+from rate.schema import Bound, from_dict, opt, parse_assignment, to_dict
 from rate.settings import checkout_root
 from rate.slurm_options import SlurmConfig
 from rate.store import is_name_part
@@ -42,12 +42,22 @@ class RewritesConfig:
     """Stage 1, create_dataset."""
 
     dataset_name: str = opt(help="a dataset template (dataset_templates/<name>.yaml)")
-    n_examples: int | None = opt(None, help="exactly this many examples; null: the template's")
-    smoke_n_examples: int = opt(
-        60, help="examples in smoke runs (both W values are always present)"
+    n_examples: int | None = opt(
+        None,
+        help="exactly this many examples; null: the template's",
+        bound=Bound(2, high=10**8, why="one per W value at least"),
     )
-    seed: int = opt(0, help="sampling, subsampling and the rewriter's randomness")
-    batch_size: int = opt(512, help="texts per rewriter call")
+    smoke_n_examples: int = opt(
+        60,
+        help="examples in smoke runs (both W values are always present)",
+        bound=Bound(2, high=10**8),
+    )
+    seed: int = opt(
+        0,
+        help="sampling, subsampling and the rewriter's randomness",
+        bound=Bound(0, high=2**32 - 1, why="numpy's seeds"),
+    )
+    batch_size: int = opt(512, help="texts per rewriter call", bound=Bound(1, high=10**6))
     dry_run: bool = opt(
         False,
         help="write the rewrite requests and a token and cost estimate, then stop (no "
@@ -70,12 +80,6 @@ class RewritesConfig:
                     f"{where}: rewrites.prices.{model} needs input_per_1m and output_per_1m "
                     "(USD per million tokens, >= 0)"
                 )
-        if self.n_examples is not None and self.n_examples < 2:
-            raise ConfigError(f"{where}: rewrites.n_examples must be >= 2 (one per W value)")
-        if self.smoke_n_examples < 2:
-            raise ConfigError(f"{where}: rewrites.smoke_n_examples must be >= 2")
-        if self.batch_size < 1:
-            raise ConfigError(f"{where}: rewrites.batch_size must be >= 1")
 
 
 @dataclass
@@ -95,9 +99,12 @@ class ScoringConfig:
         "", help="the dataset name of the input and the output; empty: rewrites.dataset_name"
     )
     dataset_filename: str = opt("latest", help="a file in dataset_folder, or 'latest'")
-    batch_size: int | None = opt(None, help="texts per forward pass; null: the template's")
+    batch_size: int | None = opt(
+        None, help="texts per forward pass; null: the template's", bound=Bound(1, high=10**6)
+    )
     chunk_size: int = opt(
         512,
+        bound=Bound(1, high=10**7),
         help="examples per durable save; a chunk's texts are sorted by length into batches (a "
         "larger chunk pads less) and a kill loses at most one chunk",
     )
@@ -107,23 +114,24 @@ class ScoringConfig:
         "template (a template says this itself)",
     )
     label: int = opt(
-        0, help="a model named by hub id or folder: which logit is the score (0: the first)"
+        0,
+        help="a model named by hub id or folder: which logit is the score (0: the first)",
+        bound=Bound(0, high=10**6, why="a logit's position"),
     )
 
     def validate(self, where: str) -> None:
         if self.dataset_name:
             check_name(where, "scoring.dataset_name", self.dataset_name)
-        if self.chunk_size < 1:
-            raise ConfigError(f"{where}: scoring.chunk_size must be >= 1")
         if self.dataset_folder not in ("rewrites", "scored"):
             raise ConfigError(
                 f"{where}: key 'scoring.dataset_folder' must be 'rewrites' or 'scored', "
                 f"got {self.dataset_folder!r}"
             )
-        if self.batch_size is not None and self.batch_size < 1:
-            raise ConfigError(f"{where}: scoring.batch_size must be >= 1")
-        if self.label < 0:
-            raise ConfigError(f"{where}: scoring.label must be >= 0 (a logit's position)")
+
+
+def _bootstrap_cost(n: int) -> str:
+    # Each resample keeps a mean per quantity and W group, and takes ~1 ms per 1e5 examples.
+    return f"{n:,} resamples keep {n * 16 * 8 / 1e9:.1f} GB of means and take hours"
 
 
 @dataclass
@@ -166,9 +174,19 @@ class EffectsConfig:
         "rewritten rewrite",
         help="the completion that is the rewrite of the rewrite, W back (the reference's key)",
     )
-    n_bootstrap: int = opt(1000, help="bootstrap resamples for percentile intervals (0: none)")
-    bootstrap_seed: int = opt(0, help="the seed of the bootstrap resamples")
-    level: float = opt(0.95, help="the coverage of every interval")
+    n_bootstrap: int = opt(
+        1000,
+        help="bootstrap resamples for percentile intervals (0: none)",
+        bound=Bound(0, high=10**6, cost=_bootstrap_cost),
+    )
+    bootstrap_seed: int = opt(
+        0,
+        help="the seed of the bootstrap resamples",
+        bound=Bound(0, high=2**32 - 1, why="numpy's seeds"),
+    )
+    level: float = opt(
+        0.95, help="the coverage of every interval", bound=Bound(0, strict=True, high=1, below=True)
+    )
     group_by: str | None = opt(
         None, help="also estimate per value of this field of the examples or their metadata"
     )
@@ -182,6 +200,7 @@ class EffectsConfig:
     )
     max_failed_rewrites: float = opt(
         0.2,
+        bound=Bound(0, high=1, why="a share"),
         help="warn, and note in the output, when more than this share of a pass's rewrites "
         "failed their checks: RATE takes each rewrite for the same text with W flipped, so "
         "failed ones shrink the estimate toward 0 by up to their share",
@@ -198,14 +217,6 @@ class EffectsConfig:
                     f"{where}: key 'effects.dataset_folder' is {self.dataset_folder!r}; name a "
                     "sub-folder of data/scored (a relative path without '..'), or null"
                 )
-        if self.n_bootstrap < 0:
-            raise ConfigError(f"{where}: effects.n_bootstrap must be >= 0")
-        if not 0 < self.level < 1:
-            raise ConfigError(f"{where}: effects.level must be between 0 and 1, e.g. 0.95")
-        if not 0 <= self.max_failed_rewrites <= 1:
-            raise ConfigError(
-                f"{where}: effects.max_failed_rewrites must be a share between 0 and 1, e.g. 0.2"
-            )
         names = self.completion_keys()
         if len(set(names)) < 3:
             raise ConfigError(

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import types
 import typing
+from collections.abc import Callable
 from typing import Any, TypeVar, Union
 
 import yaml
@@ -26,11 +28,74 @@ T = TypeVar("T")
 MISSING = dataclasses.MISSING
 
 
-def opt(default: Any = MISSING, *, help: str, factory: Any = MISSING) -> Any:
-    """A dataclass field with its help text; ``factory`` makes a fresh mutable default."""
+@dataclasses.dataclass(frozen=True)
+class Bound:
+    """The range of a numeric setting, declared beside it (``opt(..., bound=...)``) and
+    checked by :func:`from_dict` before any work: a finite number (a NaN fails every
+    comparison, so it is named as such), at least ``low`` (above it when ``strict``), at most
+    ``high``. ``cost`` says what a value asks for (memory, time) when it is too large: every
+    setting that sizes work has a ``high``."""
+
+    low: float | None = None
+    strict: bool = False
+    high: float | None = None
+    why: str = ""
+    below: bool = False  # high excluded (a level, a share that cannot be whole)
+    cost: Callable[[Any], str] | None = None
+
+    def rule(self) -> str:
+        parts = [] if self.low is None else [f"{'>' if self.strict else '>='} {self.low}"]
+        if self.high is not None:
+            parts.append(f"{'<' if self.below else '<='} {self.high}")
+        return " and ".join(parts)
+
+    def check(self, value: Any, key: str) -> None:
+        """Raise a one-line ConfigError naming ``key``, the value and the range where
+        ``value`` is outside it; None (an optional setting left out) passes."""
+        if value is None:
+            return
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        ok = (
+            number
+            and (isinstance(value, int) or math.isfinite(value))  # a huge int overflows isfinite
+            and (self.low is None or (value > self.low if self.strict else value >= self.low))
+            and (self.high is None or (value < self.high if self.below else value <= self.high))
+        )
+        if ok:
+            return
+        notes = ["a finite number"] if isinstance(value, float) else []
+        notes += [self.why] if self.why else []
+        if number and self.cost is not None and self.high is not None and value > self.high:
+            notes.append(self.cost(value))
+        raise ConfigError(f"{key} must be {self.rule()} ({'; '.join(notes)}), got {value!r}")
+
+
+def opt(
+    default: Any = MISSING,
+    *,
+    help: str,
+    factory: Any = MISSING,
+    bound: Bound | None = None,
+    choices: tuple[Any, ...] | None = None,
+) -> Any:
+    """A dataclass field with its help text, and for a number its range (``bound``) or for a
+    value its ``choices``; ``factory`` makes a fresh mutable default."""
+    metadata = {"help": help, "bound": bound, "choices": choices}
     if factory is not MISSING:
-        return dataclasses.field(default_factory=factory, metadata={"help": help})
-    return dataclasses.field(default=default, metadata={"help": help})
+        return dataclasses.field(default_factory=factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def check_declared(f: dataclasses.Field, value: Any, key: str) -> None:
+    """The checks a field declares (:class:`Bound`, ``choices``) on ``value``; ``key`` names it."""
+    bound = f.metadata.get("bound")
+    if bound is not None:
+        bound.check(value, key)
+    elif isinstance(value, float) and not math.isfinite(value):  # no setting means NaN or inf
+        raise ConfigError(f"{key} must be a finite number, got {value!r}")
+    choices = f.metadata.get("choices")
+    if choices is not None and value is not None and value not in choices:
+        raise ConfigError(f"{key} must be one of {', '.join(map(str, choices))}, got {value!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,7 +211,10 @@ def _convert(tp: Any, value: Any, where: str, path: str) -> Any:
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{_at(where, path)}: expected a number, got {value!r}")
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer beyond any float
+            raise ConfigError(f"{_at(where, path)}: {value} is beyond any number") from None
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(f"{_at(where, path)}: expected an integer, got {value!r}")
@@ -178,6 +246,7 @@ def from_dict(cls: type[T], data: Any, where: str, path: str = "") -> T:
     for name, f in flds.items():
         if name in data:
             kwargs[name] = _convert(hints[name], data[name], where, _join(path, name))
+            check_declared(f, kwargs[name], f"{where}: key '{_join(path, name)}'")
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise ConfigError(f"{where}: missing required key '{_join(path, name)}'")
     obj = cls(**kwargs)
@@ -185,6 +254,14 @@ def from_dict(cls: type[T], data: Any, where: str, path: str = "") -> T:
     if callable(check):
         check(where)  # cross-field rules; raises ConfigError naming the file
     return obj
+
+
+def check_fields(obj: Any, where: str) -> None:
+    """The declared checks of every field of the dataclass ``obj`` (one built in Python, not
+    read by :func:`from_dict`)."""
+    for f in dataclasses.fields(obj):
+        if f.init:
+            check_declared(f, getattr(obj, f.name), f"{where}: key '{f.name}'")
 
 
 def to_dict(obj: Any) -> Any:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rate.errors import ConfigError
-from rate.schema import opt
+from rate.schema import Bound, opt
 
 # sbatch options that rate sets itself for every job; extra_args must not repeat them.
 _RATE_SBATCH_OPTIONS = ("--output", "--error", "--array", "--dependency", "--parsable", "--wrap")
@@ -25,9 +25,9 @@ class StageResources:
         help="wall-time limit: MM, HH:MM:SS or D-HH:MM:SS, quoted ('12:00:00': YAML reads it "
         "unquoted as a number of seconds, which is refused)",
     )
-    cpus: int | None = opt(None, help="--cpus-per-task")
+    cpus: int | None = opt(None, help="--cpus-per-task", bound=Bound(1, high=4096))
     mem: str | None = opt(None, help="--mem, e.g. 16G")
-    gpus: int | None = opt(None, help="--gres=gpu:N")
+    gpus: int | None = opt(None, help="--gres=gpu:N", bound=Bound(0, high=64))
     extra_args: list[str] = opt(help="more sbatch options for this stage", factory=list)
 
 
@@ -56,7 +56,9 @@ class SlurmConfig:
 
     partition: str | None = opt(None, help="null: the PARTITION setting (.env or the command line)")
     shards: int = opt(
-        1, help="score_dataset as a job array of this many shards (one GPU each) and a merge job"
+        1,
+        help="score_dataset as a job array of this many shards (one GPU each) and a merge job",
+        bound=Bound(1, high=10_000, why="1: no job array"),
     )
     extra_args: list[str] = opt(
         help="sbatch options for every job, e.g. [--account=mylab]", factory=list
@@ -73,8 +75,6 @@ class SlurmConfig:
     def validate(self, where: str) -> None:
         if self.partition is not None and not self.partition.strip():
             raise ConfigError(f"{where}: slurm.partition is empty; name a partition or use null")
-        if self.shards < 1:
-            raise ConfigError(f"{where}: slurm.shards must be >= 1 (1: no job array)")
         _check_sbatch_args(self.extra_args, f"{where}: slurm.extra_args")
         for stage, res in self.stages().items():
             key = f"{where}: slurm.{stage}"
@@ -92,10 +92,6 @@ class SlurmConfig:
                 raise ConfigError(
                     f"{key}.mem: {res.mem!r} is not a SLURM memory size; write e.g. 16G or 500M"
                 )
-            if res.cpus is not None and res.cpus < 1:
-                raise ConfigError(f"{key}.cpus must be >= 1")
-            if res.gpus is not None and res.gpus < 0:
-                raise ConfigError(f"{key}.gpus must be >= 0")
             _check_sbatch_args(res.extra_args, f"{key}.extra_args")
 
 

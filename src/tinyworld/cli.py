@@ -231,7 +231,7 @@ def _load_response_rows(path: Path, need_label: bool):
 
 def _check_trainer_flags(args: argparse.Namespace) -> None:
     """The supervised trainers' flags, in the ranges their loops need, before any work."""
-    from tinyworld.rl_config import Bound
+    from rate.schema import Bound
 
     Bound(1).check(args.epochs, "--epochs")
     Bound(0, strict=True).check(args.lr, "--lr")  # argparse's float() takes 'nan' and 'inf'

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from rate.errors import ConfigError, RateError
-from rate.schema import flat_assignments, from_dict, opt
+from rate.schema import Bound, check_fields, flat_assignments, from_dict, opt
 from rate.suggest import unknown_name_message
 from tinyworld.data import PromptPool, load_prompts
 from tinyworld.models import load_policy, load_reward_model
@@ -24,46 +24,12 @@ from tinyworld.sampling import (
 )
 from tinyworld.vocab import FAMILIES, FAMILY_ID, decode_responses
 
-
-@dataclass(frozen=True)
-class Bound:
-    """The range of a numeric setting: above ``low`` (or at it, unless ``strict``), at most
-    ``high``; always a finite number, which a NaN, failing every comparison, is not."""
-
-    low: float
-    strict: bool = False
-    high: float | None = None
-    why: str = ""
-
-    def check(self, value: object, key: str) -> None:
-        """Raise a ConfigError naming ``key``, the value and the range if it is outside."""
-        ok = (
-            isinstance(value, (int, float))
-            and not isinstance(value, bool)
-            and (isinstance(value, int) or math.isfinite(value))  # a huge int overflows isfinite
-            and (value > self.low if self.strict else value >= self.low)
-            and (self.high is None or value <= self.high)
-        )
-        if not ok:
-            rule = f"{'>' if self.strict else '>='} {self.low}"
-            rule += f" and <= {self.high}" if self.high is not None else ""
-            detail = "; ".join(["a finite number", *([self.why] if self.why else [])])
-            raise ConfigError(f"{key} must be {rule} ({detail}), got {value!r}")
+# The weights are float32: a learning rate beyond float32's largest number cannot be applied.
+_FLOAT32 = Bound(0, strict=True, high=3.4e38, why="the weights are float32")
 
 
-# Every numeric setting of RLConfig and its range, checked in one place before any work.
-BOUNDS: dict[str, Bound] = {
-    "kl_coef": Bound(0),
-    "steps": Bound(0, strict=True),
-    "batch_prompts": Bound(0, strict=True),
-    "samples_per_prompt": Bound(2, why="the baseline is the mean of the prompt's other samples"),
-    "lr": Bound(0, strict=True),
-    "temperature": Bound(0, strict=True),
-    "seed": Bound(0, high=2**64 - 1),  # what torch's generators take
-    "log_every": Bound(0, strict=True),
-    "save_every": Bound(0, why="0: no intermediate checkpoints"),
-    "max_grad_norm": Bound(0, strict=True),
-}
+def _memory(batch_prompts: int) -> str:
+    return f"a step would hold {batch_prompts:,} prompts' samples and their graphs at once"
 
 
 @dataclass
@@ -75,19 +41,41 @@ class RLConfig:
     reward_model: str = opt("reward_model", help="the reward model")
     prompts: str = opt("data/prompts_train.jsonl", help="the prompt pool")
     kl_coef: float = opt(
-        0.1, help="shaped = reward - kl_coef * sum_t(log pi - log pi_ref), on the policy's samples"
+        0.1,
+        help="shaped = reward - kl_coef * sum_t(log pi - log pi_ref), on the policy's samples",
+        bound=Bound(0, high=10**6),
     )
-    steps: int = opt(800, help="optimisation steps")
-    batch_prompts: int = opt(16, help="prompts per step")
+    steps: int = opt(800, help="optimisation steps", bound=Bound(0, strict=True, high=10**7))
+    batch_prompts: int = opt(
+        16, help="prompts per step", bound=Bound(0, strict=True, high=65536, cost=_memory)
+    )
     samples_per_prompt: int = opt(
-        8, help="responses per prompt; the baseline is the mean of the prompt's group"
+        8,
+        help="responses per prompt; the baseline is the mean of the prompt's group",
+        bound=Bound(2, high=4096, why="the baseline is the mean of the prompt's other samples"),
     )
-    lr: float = opt(3e-4, help="Adam's learning rate")
-    temperature: float = opt(1.0, help="sampling temperature")
-    seed: int = opt(0, help="the run's randomness")
-    log_every: int = opt(20, help="a line of log.jsonl every this many steps")
-    save_every: int = opt(0, help="a checkpoint under checkpoints/ every this many steps (0: none)")
-    max_grad_norm: float = opt(1.0, help="gradient-norm clipping")
+    lr: float = opt(3e-4, help="Adam's learning rate", bound=_FLOAT32)
+    temperature: float = opt(
+        1.0, help="sampling temperature", bound=Bound(0, strict=True, high=1000)
+    )
+    seed: int = opt(
+        0,
+        help="the run's randomness",
+        bound=Bound(0, high=2**64 - 1),  # torch's generators
+    )
+    log_every: int = opt(
+        20,
+        help="a line of log.jsonl every this many steps",
+        bound=Bound(0, strict=True, high=10**7),
+    )
+    save_every: int = opt(
+        0,
+        help="a checkpoint under checkpoints/ every this many steps (0: none)",
+        bound=Bound(0, high=10**7, why="0: no intermediate checkpoints"),
+    )
+    max_grad_norm: float = opt(
+        1.0, help="gradient-norm clipping", bound=Bound(0, strict=True, high=10**12)
+    )
     family_weights: dict[str, float] | None = opt(
         None, help="how often each family's prompts are drawn; null: uniform over those present"
     )
@@ -98,8 +86,7 @@ class RLConfig:
     )
 
     def validate(self, where: str) -> None:
-        for name, bound in BOUNDS.items():
-            bound.check(getattr(self, name), f"{where}: key '{name}'")
+        check_fields(self, where)  # again for a config built in Python
         if self.family_weights is not None:
             for fam, weight in self.family_weights.items():
                 if fam not in FAMILY_ID:

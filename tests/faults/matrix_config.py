@@ -39,7 +39,7 @@ for what, override, fragments in (
         ("effects.n_bootstrap", "expected an integer"),
     ),
     ("bool given as text", "smoke_test=yes please", ("smoke_test", "expected true or false")),
-    ("level out of range", "effects.level=1.5", ("effects.level must be between 0 and 1",)),
+    ("level out of range", "effects.level=1.5", ("key 'effects.level' must be > 0 and < 1",)),
     ("negative bootstrap", "effects.n_bootstrap=-1", ("effects.n_bootstrap must be >= 0",)),
     ("chunk size 0", "scoring.chunk_size=0", ("scoring.chunk_size must be >= 1",)),
     ("batch size 0", "scoring.batch_size=0", ("scoring.batch_size must be >= 1",)),

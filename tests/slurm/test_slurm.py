@@ -109,8 +109,8 @@ def test_the_documented_defaults_are_the_defaults():
         ("slurm.score_dataset.time=12:00:00", "quote it"),  # YAML reads it as 43200
         ("slurm.score_dataset.time=12h", "is not a SLURM time"),
         ("slurm.score_dataset.mem=16GB", "is not a SLURM memory size"),
-        ("slurm.score_dataset.gpus=-1", "slurm.score_dataset.gpus must be >= 0"),
-        ("slurm.shards=0", "slurm.shards must be >= 1"),
+        ("slurm.score_dataset.gpus=-1", "key 'slurm.score_dataset.gpus' must be >= 0 and <= 64"),
+        ("slurm.shards=0", "key 'slurm.shards' must be >= 1 and <= 10000"),
         ("slurm.extra_args=[account=lab]", "is not an sbatch option"),
         ("slurm.plots.extra_args=[--output=x.log]", "--output is set by rate itself"),
         ("slurm.scoring_dataset.gpus=1", "did you mean 'slurm.score_dataset'?"),

@@ -111,7 +111,7 @@ GOOD = {
             "unknown key 'effects.n_bootstap'; did you mean 'effects.n_bootstrap'?",
         ),
         ({"set": {"scoring.model": "vader"}}, "key 'set.scoring.model' is set by the sweep"),
-        ({"set": {"effects.level": 2}}, "effects.level must be between 0 and 1"),
+        ({"set": {"effects.level": 2}}, "key 'effects.level' must be > 0 and < 1"),
         ({"set": {"effects": {"level": 0.9}}}, "key 'set.effects' is a whole section"),
         ({"name": "../x"}, "key 'name' is '../x'"),
         ({"scorers": []}, "key 'scorers' is empty"),

@@ -39,10 +39,19 @@ def one_line(capsys: pytest.CaptureFixture) -> str:
 @pytest.mark.parametrize(
     "setting, message",
     [
-        ("kl_coef=NaN", "key 'kl_coef' must be >= 0 (a finite number), got nan"),
-        ("lr=Infinity", "key 'lr' must be > 0 (a finite number), got inf"),
-        ("temperature=.inf", "key 'temperature' must be > 0 (a finite number), got inf"),
-        ("max_grad_norm=.nan", "key 'max_grad_norm' must be > 0 (a finite number), got nan"),
+        ("kl_coef=NaN", "key 'kl_coef' must be >= 0 and <= 1000000 (a finite number), got nan"),
+        (
+            "lr=Infinity",
+            "key 'lr' must be > 0 and <= 3.4e+38 (a finite number; the weights are float32), got inf",
+        ),
+        (
+            "temperature=.inf",
+            "key 'temperature' must be > 0 and <= 1000 (a finite number), got inf",
+        ),
+        (
+            "max_grad_norm=.nan",
+            "key 'max_grad_norm' must be > 0 and <= 1000000000000 (a finite number), got nan",
+        ),
         ("seed=18446744073709551616", "key 'seed' must be >= 0 and <= 18446744073709551615"),
     ],
 )

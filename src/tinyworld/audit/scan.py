@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from rate.schema import opt
+from rate.errors import ConfigError
+from rate.schema import Bound, opt
 from rate.stats import benjamini_hochberg, holm
 from tinyworld.audit import effects as fx
 from tinyworld.audit.features import N_FEATURES, family_features
@@ -41,9 +42,13 @@ from tinyworld.audit.quality import ONE_POSITION, site_shares, token_quality
 from tinyworld.data import LabelledSet, PromptPool
 from tinyworld.models import Policy, RewardModel
 from tinyworld.sampling import sample
-from tinyworld.vocab import FAMILIES, FAMILY_ID, N_SYLLABLES
+from tinyworld.vocab import FAMILIES, FAMILY_ID, N_SYLLABLES, SYLLABLES
 
 Z975 = 1.959963984540054
+
+
+def _cost(n: int) -> str:
+    return f"{n:,} responses per family take the audit hours"
 
 
 @dataclass
@@ -51,20 +56,37 @@ class AuditSettings:
     """How much of each family the audit measures, and how it decides."""
 
     n_token: int = opt(
-        64, help="reference responses per family for the token interventions (every site)"
+        64,
+        help="reference responses per family for the token interventions (every site)",
+        bound=Bound(2, high=4096, cost=_cost),
     )
     n_pair: int = opt(
-        32, help="of those, the responses that get every pair, each at one random site"
+        32,
+        help="of those, the responses that get every pair, each at one random site",
+        bound=Bound(2, high=4096, cost=_cost),
     )
-    n_rate_token: int = opt(32, help="responses per family for RATE's token effects")
-    n_rate_pair: int = opt(16, help="of those, the responses for RATE's pair interactions")
+    n_rate_token: int = opt(
+        32, help="responses per family for RATE's token effects", bound=Bound(2, high=4096)
+    )
+    n_rate_pair: int = opt(
+        16, help="of those, the responses for RATE's pair interactions", bound=Bound(2, high=4096)
+    )
     n_complex: int = opt(
         64,
+        bound=Bound(0, high=4096, why="0: not measured", cost=_cost),
         help="draws per cell of each flagged pair's complex (the pair's syllables at every "
         "dose and arrangement, tinyworld.audit.complexes), for the wrapper; 0: not measured",
     )
-    margin: float = opt(0.05, help="excesses up to this are not worth flagging (reward units)")
-    alpha: float = opt(0.05, help="family-wise error rate of the flags (Holm)")
+    margin: float = opt(
+        0.05,
+        help="excesses up to this are not worth flagging (reward units)",
+        bound=Bound(0, high=100),
+    )
+    alpha: float = opt(
+        0.05,
+        help="family-wise error rate of the flags (Holm)",
+        bound=Bound(0, strict=True, high=0.5, why="an error rate"),
+    )
     second_stage: bool = opt(
         True,
         help="test each flagged pair's unflagged syllables again as tokens, Holm at alpha among "
@@ -73,6 +95,7 @@ class AuditSettings:
     )
     pair_statistic: str = opt(
         "adjacency",
+        choices=("adjacency", "interaction"),
         help="adjacency: the pair's interaction next to each other minus at a gap of one "
         "(a premium for adjacency, not a reward that is merely nonlinear in a count); "
         "interaction: next to each other only",
@@ -82,12 +105,24 @@ class AuditSettings:
         help="measure RATE through the world's rewriter beside the interventions (the portable "
         "diagnostic leaves it out unless set)",
     )
-    seed: int = opt(0, help="the responses' and the rewriter's randomness")
+    seed: int = opt(
+        0, help="the responses' and the rewriter's randomness", bound=Bound(0, high=2**32 - 1)
+    )
     style_map: dict[str, str] = opt(
         help="the world's rewriter signature, for RATE (tinyworld.rewriter)",
         factory=lambda: {"ga": "ka", "je": "de", "fa": "ha"},
     )
-    edit_rate: float = opt(0.02, help="the rewriter's random edits, for RATE")
+    edit_rate: float = opt(
+        0.02, help="the rewriter's random edits, for RATE", bound=Bound(0, high=1, why="a rate")
+    )
+
+    def validate(self, where: str) -> None:
+        unknown = sorted({*self.style_map, *self.style_map.values()} - set(SYLLABLES))
+        if unknown:
+            raise ConfigError(
+                f"{where}: key 'style_map' names {', '.join(map(repr, unknown))}, not syllables "
+                f"of the world; use syllables such as {', '.join(SYLLABLES[:4])}"
+            )
 
 
 # The portable diagnostic: no RATE and half the responses (its token tests are against the

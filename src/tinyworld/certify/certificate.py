@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rate.schema import Bound, opt
 from tinyworld.certify.estimators import (
     ESS_MIN,
     PLAN_MOST,
@@ -30,25 +31,46 @@ MIN_BALANCED_GAIN = 0.03
 MAX_FAMILY_LOSS = 0.03
 
 
+def _cost(n: int) -> str:
+    return f"{n:,} per family would take the certificate hours"
+
+
 @dataclass
 class CertifySettings:
     """How the certification samples, resamples and abstains."""
 
-    # Fresh samples of the new policy per family, drawn twice: once for the DR's outcome model,
-    # once for the KL that decides abstention (see gather).
-    fresh_per_family: int = 500
-    replicates: int = 2000
-    folds: int = 2
-    # The point estimate is the mean over this many random fold splits (a single split adds
-    # its own noise, 0.5-9% of the estimate's variance measured at kl 0.07-0.1); the bootstrap
-    # draws a new split for each replicate, so that its SE holds the split's variance too.
-    fold_splits: int = 20
-    ess_min: float = ESS_MIN
-    support_min: float = SUPPORT_MIN
-    seed: int = 0
-    # Where a family abstains, unlabelled samples per family of the reference and of the new
-    # policy, from which the gold set that would let it answer is sized (plan_gold); 0: none.
-    plan_per_family: int = 1000
+    fresh_per_family: int = opt(
+        500,
+        help="fresh samples of the new policy per family, drawn twice: once for the DR's "
+        "outcome model, once for the KL that decides abstention (see gather)",
+        bound=Bound(2, high=10**6, cost=_cost),
+    )
+    replicates: int = opt(2000, help="bootstrap replicates", bound=Bound(2, high=10**6, cost=_cost))
+    folds: int = opt(2, help="cross-fitting folds of the DR estimate", bound=Bound(2, high=100))
+    fold_splits: int = opt(
+        20,
+        help="the point estimate is the mean over this many random fold splits (a single split "
+        "adds its own noise, 0.5-9% of the estimate's variance measured at kl 0.07-0.1); the "
+        "bootstrap draws a new split for each replicate, so that its SE holds the split's "
+        "variance too",
+        bound=Bound(1, high=10_000, cost=_cost),
+    )
+    ess_min: float = opt(
+        ESS_MIN, help="abstain below this effective sample size", bound=Bound(0, high=10**6)
+    )
+    support_min: float = opt(
+        SUPPORT_MIN,
+        help="abstain below this support (see tinyworld.certify.estimators.abstains)",
+        bound=Bound(0, high=10**6),
+    )
+    seed: int = opt(0, help="the certification's randomness", bound=Bound(0, high=2**32 - 1))
+    plan_per_family: int = opt(
+        1000,
+        help="where a family abstains, unlabelled samples per family of the reference and of "
+        "the new policy, from which the gold set that would let it answer is sized "
+        "(plan_gold); 0: none",
+        bound=Bound(0, high=10**6, cost=_cost),
+    )
 
 
 DEFAULTS = CertifySettings()

@@ -60,6 +60,7 @@ def _settings_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _settings(args: argparse.Namespace):
+    from rate.schema import from_dict
     from tinyworld.certify.certificate import CertifySettings
 
     for name in ("fresh", "replicates"):
@@ -67,12 +68,16 @@ def _settings(args: argparse.Namespace):
             raise ConfigError(f"--{name} must be >= 2, got {getattr(args, name)}")
     if args.plan_samples != 0 and args.plan_samples < 100:
         raise ConfigError(f"--plan-samples must be 0 (no plan) or >= 100, got {args.plan_samples}")
-    return CertifySettings(
-        fresh_per_family=args.fresh,
-        replicates=args.replicates,
-        seed=args.seed,
-        plan_per_family=args.plan_samples,
-    )
+    flags = {"fresh_per_family": "--fresh", "replicates": "--replicates", "seed": "--seed"}
+    flags["plan_per_family"] = "--plan-samples"
+    data = {key: getattr(args, flag[2:].replace("-", "_")) for key, flag in flags.items()}
+    try:
+        return from_dict(CertifySettings, data, "rate world certify")
+    except ConfigError as err:  # name the flag the user typed, not the setting's key
+        message = str(err)
+        for key, flag in flags.items():
+            message = message.replace(f"key '{key}'", flag)
+        raise ConfigError(message) from None
 
 
 def register(tiny: argparse._SubParsersAction) -> None:

@@ -126,3 +126,12 @@ def test_shipped_includes_equal_what_they_replace():
         load_scoring_template("distilbert_positive"),
     )
     assert (neg.spec.label, pos.spec.label, neg.spec.model) == (0, 1, pos.spec.model)
+
+
+def test_a_chain_of_thousands_of_includes_is_one_line(roots):
+    """Issue 45: a 3,000-deep include chain aborted ``rate validate`` with RecursionError."""
+    for i in range(3000):
+        put(roots, f"c{i}", {"include": f"c{i + 1}"})
+    put(roots, "c3000", {"include": "tinyrlhf_dune_pa"})
+    with pytest.raises(TemplateError, match=r"c0.yaml: key 'include' chains more than 32"):
+        load_dataset_template("c0")

@@ -158,6 +158,28 @@ def _child(column: pa.ChunkedArray, name: str) -> pa.ChunkedArray:
     return pc.struct_field(column, name)
 
 
+# Arrow's JSON reader recurses per level and kills the process (a segfault) somewhere past
+# 5,000 levels; rate's files nest a few levels, so a file nested deeper than this is read
+# row by row, whose reader names the line.
+MAX_ARROW_DEPTH = 256
+
+
+def _nested_deeper(path: Path, limit: int) -> bool:
+    """Whether a line of ``path`` may nest JSON deeper than ``limit``: a line with fewer
+    opening brackets cannot; one with more has its running depth counted, brackets in strings
+    too (an over-count sends a file to the row reader, never past it)."""
+    opens, closes = np.frombuffer(b"[{", np.uint8), np.frombuffer(b"]}", np.uint8)
+    with open(path, "rb") as f:
+        for line in f:
+            if line.count(b"[") + line.count(b"{") <= limit:
+                continue
+            a = np.frombuffer(line, np.uint8)
+            depth = np.cumsum(np.isin(a, opens).astype(np.int32) - np.isin(a, closes))
+            if depth.max() > limit:
+                return True
+    return False
+
+
 def _arrow_columns(
     path: Path,
     reward_key: str,
@@ -165,6 +187,8 @@ def _arrow_columns(
     with_checks: bool,
     completions: tuple[str, str, str] = COMPLETIONS,
 ) -> ScoreColumns | None:
+    if _nested_deeper(path, MAX_ARROW_DEPTH):  # Arrow's reader crashes the process on those
+        return None
     try:
         table = pa_json.read_json(path, read_options=pa_json.ReadOptions(block_size=1 << 24))
     except (pa.ArrowInvalid, OSError) as err:

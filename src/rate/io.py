@@ -254,6 +254,10 @@ def atomic_directory(final_dir: PathLike, overwrite: bool = False) -> Iterator[P
 # Reading
 
 
+# Python's JSON parser recurses once per level; no file rate reads nests anywhere near this.
+_TOO_DEEP = "JSON nested too deeply to read (thousands of levels); not a file rate wrote: fix it"
+
+
 def _read_error(path: Path, err: OSError | UnicodeDecodeError) -> DataFileError:
     """Turn an error from reading `path` into one that says what to do."""
     if isinstance(err, UnicodeDecodeError):
@@ -290,6 +294,8 @@ def read_jsonl_numbered(path: PathLike) -> list[tuple[int, dict[str, Any]]]:
                     raise DataFileError(
                         f"{p}:{lineno}: not valid JSON ({err.msg}); fix or remove that line"
                     ) from None
+                except RecursionError:
+                    raise DataFileError(f"{p}:{lineno}: {_TOO_DEEP}") from None
                 if not isinstance(row, dict):
                     kind = _JSON_TYPE_NAMES.get(type(row), type(row).__name__)
                     raise DataFileError(
@@ -315,3 +321,5 @@ def read_json(path: PathLike) -> Any:
         raise DataFileError(
             f"{p}:{err.lineno}: not valid JSON ({err.msg}, column {err.colno}); fix the file"
         ) from None
+    except RecursionError:
+        raise DataFileError(f"{p}: {_TOO_DEEP}") from None

@@ -207,11 +207,21 @@ def _included_path(path: Path, name: Any, folder: str) -> Path:
         raise TemplateError(f"{where}: {err}") from None
 
 
+# Templates include templates to share parts; no real chain is long, and each link is read
+# recursively, so a generated chain of thousands would exhaust Python's stack.
+MAX_INCLUDE_DEPTH = 32
+
+
 def read_template(path: Path, folder: str, _seen: tuple[Path, ...] = ()) -> tuple[dict, list]:
     """The template's keys with its ``include:`` chain applied, and the chain's files."""
     data = _read_yaml(path)
     if "include" not in data:
         return data, []
+    if len(_seen) >= MAX_INCLUDE_DEPTH:
+        raise TemplateError(
+            f"{_seen[0]}: key 'include' chains more than {MAX_INCLUDE_DEPTH} templates (to "
+            f"{path}); include a template that includes fewer"
+        )
     target = _included_path(path, data.pop("include"), folder)
     if target.resolve() in (*_seen, path.resolve()):
         chain = " -> ".join(str(p) for p in (*_seen, path.resolve(), target.resolve()))

@@ -514,3 +514,16 @@ def test_a_study_that_reuses_an_older_audits_wrappers_says_so(tmp_path, caplog):
     with caplog.at_level("WARNING", logger="tinyworld.studies.release"):
         write_wrappers(tmp_path / "no-world-needed", tmp_path / "study")
     assert caplog.text == ""
+
+
+def test_no_gold_with_a_gold_file_is_refused_before_any_work(tmp_path, capsys):
+    """Issue 45: ``audit --no-gold --gold F`` ignored --gold silently."""
+    from rate.cli import main
+
+    argv = ["world", "audit", "--world", str(tmp_path / "w"), "--no-gold"]
+    assert (
+        main([*argv, "--gold", str(tmp_path / "g.jsonl"), "--out", str(tmp_path / "a.json")]) == 2
+    )
+    err = capsys.readouterr().err.strip()
+    assert "--no-gold and --gold contradict each other" in err and "\n" not in err
+    assert not (tmp_path / "a.json").exists()

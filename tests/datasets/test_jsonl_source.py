@@ -55,3 +55,9 @@ def test_a_row_without_its_id_is_named(tmp_path):
         DataFileError, match="line 2 has no field 'id' \\(id_field\\); fields present: review"
     ):
         examples(tmp_path, lines, id_field="id")
+
+
+def test_an_empty_file_is_named(tmp_path):
+    """Issue 45: an empty JSONL source did not name its file."""
+    with pytest.raises(DataFileError, match=r"reviews.jsonl: holds no example"):
+        examples(tmp_path, [""])

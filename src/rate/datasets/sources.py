@@ -40,6 +40,11 @@ class JsonlStream(ExampleStream):
     def chunks(self) -> Iterator[list[Example]]:
         spec = self.spec
         numbered = read_jsonl_numbered(self.path)
+        if not numbered:
+            raise DataFileError(
+                f"{self.path}: holds no example (no JSON line); point the template's source.path "
+                "at the file of your examples"
+            )
         examples = []
         first_line: dict[str, int] = {}  # id -> the line it was first seen on
         for row_no, (line, row) in enumerate(numbered, 1):

@@ -25,6 +25,7 @@ from rate.plots.sweeps import sweep_figure
 from rate.plots.tables import effects_summary_table, sample_rewrites_table
 from rate.records import read_examples, reward_keys
 from rate.results.record import run_record, write_run_record
+from rate.results.values import shape_problem
 from rate.store import Layout, effects_stem, is_name_part, publish_dir, resolve_input, temp_dir
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,9 @@ def _read_effects(path: Path) -> dict:
         raise DataFileError(
             f"{path}: expected an effect file (a JSON object from treatment_effects)"
         )
+    problem = shape_problem(data)
+    if problem:
+        raise DataFileError(f"{path}: {problem}; run treatment_effects again for it")
     return data
 
 

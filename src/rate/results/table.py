@@ -24,7 +24,7 @@ from rate.effects.estimators import ESTIMANDS, ESTIMATORS, METHODS, Estimator
 from rate.errors import ConfigError, DataFileError
 from rate.io import json_text, read_json
 from rate.results import FORMATS
-from rate.results.values import PASSES, interval, num, success_rate, value
+from rate.results.values import PASSES, interval, num, shape_problem, success_rate, value
 from rate.store import parse_name
 
 EFFECTS_SUFFIX = "_treatment_effects"
@@ -118,6 +118,12 @@ def read_effects(path: Path) -> dict:
             f"{path}: not an effect file (a JSON object with {ESTIMATORS[0].name}, ... from "
             "treatment_effects); name effect files, or leave the files out for every one in "
             "PROJECT_DIR/effects"
+        )
+    problem = shape_problem(data)
+    if problem:
+        raise DataFileError(
+            f"{path}: {problem}; the effect file is damaged: run treatment_effects again for "
+            "it, or leave it out"
         )
     return data
 

@@ -16,6 +16,29 @@ from rate.stats import z_quantile
 PASSES = (REWRITE, REWRITTEN)
 
 
+# The sections of an effect file that hold JSON objects; a hand-edited or damaged file may not.
+SECTIONS = ("intervals", "truth", "rewrite_checks", "error_in_se", "input", "normalized", "groups")
+
+
+def shape_problem(effects: dict, at: str = "") -> str | None:
+    """What is wrong with the shape of an effect file's sections (None: nothing), for a
+    one-line refusal before any reader trips over it."""
+    for key in SECTIONS:
+        value = effects.get(key)
+        if value is not None and not isinstance(value, dict):
+            return f"key '{at}{key}' is {type(value).__name__}, not an object"
+    for kind, value in (effects.get("intervals") or {}).items():
+        if kind != "level" and value is not None and not isinstance(value, dict):
+            return f"key '{at}intervals.{kind}' is {type(value).__name__}, not an object"
+    for name, part in (effects.get("groups") or {}).items():
+        if not isinstance(part, dict):
+            return f"key '{at}groups.{name}' is {type(part).__name__}, not an object"
+        problem = shape_problem(part, f"{at}groups.{name}.")
+        if problem:
+            return problem
+    return None
+
+
 def num(x: Any) -> float | None:
     """A finite number, or None (JSON null, NaN, a missing key, or not a number)."""
     if isinstance(x, bool) or not isinstance(x, (int, float)):

@@ -6,6 +6,7 @@ The audit is imported when the command runs, to keep `rate --help` fast.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from rate.cli_args import add_out_argument
@@ -71,6 +72,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.settings:
         print(reference_text(AuditSettings), end="")
         return 0
+    if args.no_gold and args.gold is not None:
+        raise ConfigError(
+            "--no-gold and --gold contradict each other: drop --gold for the portable "
+            "diagnostic, or --no-gold to measure against those labels"
+        )
     data = flat_assignments(args.overrides)
     if args.no_gold:  # the portable diagnostic's own defaults, unless set
         data = {**DIAGNOSTIC, **data}
@@ -79,6 +85,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     # Folders that cannot be made fail now, not after the audit.
     for target in (out, *([args.write_wrapper] if args.write_wrapper else [])):
         ensure_dir(Path(target).parent)
+        if not os.access(Path(target).parent, os.W_OK):
+            raise ConfigError(f"{target}: its folder is not writable; choose another path")
     inputs = load_inputs(
         args.world, args.reward_model, args.policy, args.prompts, args.gold, args.qa,
         use_gold=not args.no_gold,

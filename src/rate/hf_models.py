@@ -12,7 +12,6 @@ is ~6x slower there).
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from transformers.utils import logging as hf_logging
 from rate import progress
 from rate.errors import TemplateError
 from rate.packaged import package_dir
+from rate.settings import hub_unreachable
 
 PACKAGE_PREFIX = "package:"
 
@@ -44,17 +44,13 @@ def local_source(model: str) -> str:
     return str(Path(model).expanduser())
 
 
-def hub_offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "") in ("1", "true", "True", "YES")
-
-
-def hub_offline_error(model: str, err: Exception | None, key: str) -> TemplateError:
-    reason = f" ({type(err).__name__})" if err is not None else ""
+def hub_offline_error(model: str, err: Exception | None, key: str, why: str = "") -> TemplateError:
+    reason = why or (type(err).__name__ if err is not None else "unreachable")
     return TemplateError(
         f"cannot load {model!r} from the Hugging Face Hub: the hub is unreachable or offline "
-        f"(HF_HUB_OFFLINE={os.environ.get('HF_HUB_OFFLINE', '')!r}){reason}. Download the model "
-        f"where the hub is reachable (`huggingface-cli download ...`) and set {key} to that "
-        "local folder"
+        f"({reason}). "
+        f"Download the model where the hub is reachable (`huggingface-cli download ...`) and "
+        f"set {key} to that local folder"
     )
 
 
@@ -102,8 +98,8 @@ def load_pretrained(
             f"{source} has no GGUF file {gguf_file!r}; set the 'gguf_file' key beside {key} to "
             "a .gguf file in that folder, or leave it empty to load safetensors"
         )
-    if not local and hub_offline():
-        raise hub_offline_error(model, None, key)
+    if not local and (why := hub_unreachable()):
+        raise hub_offline_error(model, None, key, why)
     device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, device)
     follow_progress()

@@ -5,9 +5,12 @@ from __future__ import annotations
 import logging
 import os
 import re
+import socket
 import sys
+import threading
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from dotenv import dotenv_values, load_dotenv
 
@@ -83,6 +86,41 @@ def project_dir() -> Path:
     if not value:
         return Path.cwd() / "project_data"
     return Path(os.path.expandvars(value)).expanduser().absolute()
+
+
+_hub_reason: list[str | None] = []  # the probe's answer, once per process
+
+
+def hub_unreachable(timeout: float = 3.0) -> str | None:
+    """Why the Hugging Face Hub cannot be used now (None: it can): HF_HUB_OFFLINE or
+    HF_DATASETS_OFFLINE set, or its host (HF_ENDPOINT, default huggingface.co) not answering
+    a connection within ``timeout`` seconds. Asked before a hub id is loaded, so an offline
+    machine fails in seconds with advice, not after the libraries' minute of retries."""
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        if os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on"):
+            return f"{name}={os.environ[name]}"
+    if not _hub_reason:
+        _hub_reason.append(_probe_hub(timeout))
+    return _hub_reason[0]
+
+
+def _probe_hub(timeout: float) -> str | None:
+    endpoint = urlsplit(os.environ.get("HF_ENDPOINT", "") or "https://huggingface.co")
+    host = endpoint.hostname or "huggingface.co"
+    port = endpoint.port or (80 if endpoint.scheme == "http" else 443)
+    answer: list[str | None] = []
+
+    def connect() -> None:  # name lookup has no timeout of its own: bounded by the join
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+            answer.append(None)
+        except OSError as err:
+            answer.append(f"{host}:{port} unreachable ({err.strerror or type(err).__name__})")
+
+    probe = threading.Thread(target=connect, daemon=True)
+    probe.start()
+    probe.join(timeout + 1)
+    return answer[0] if answer else f"{host}:{port} did not answer within {timeout:g} s"
 
 
 def register_secret_names(*names: str) -> None:

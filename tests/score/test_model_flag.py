@@ -4,6 +4,7 @@ template, with the hf_classifier defaults, as reward-bench's --model takes one."
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,27 @@ def test_a_hub_id_offline_fails_at_once_saying_what_to_do(tmp_path):
     assert "cannot load 'some-org/some-reward-model' from the Hugging Face Hub" in out.stderr
     assert "--model" in out.stderr and "local folder" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("endpoint", ["http://127.0.0.1:9", "https://hub.invalid"])
+def test_a_hub_id_on_a_machine_without_the_hub_fails_in_seconds_without_hf_hub_offline(
+    tmp_path, endpoint
+):
+    """Issue 45: offline without HF_HUB_OFFLINE, a hub model id took 49 s and 22 retry
+    warnings to fail, and the message did not give the offline path's advice."""
+    project = tmp_path / "project"
+    mini_project(project, n=4)
+    start = time.monotonic()
+    out = run_rate(
+        ["score_dataset", *ARGS, "--model", "some-org/some-reward-model"],
+        project, check=False, HF_HUB_OFFLINE="", HF_DATASETS_OFFLINE="", HF_ENDPOINT=endpoint,
+    )  # fmt: skip
+    seconds = time.monotonic() - start
+    assert out.returncode == 2, out.stderr
+    assert "cannot load 'some-org/some-reward-model' from the Hugging Face Hub" in out.stderr
+    assert "local folder" in out.stderr and "Traceback" not in out.stderr
+    assert out.stderr.count("rate: error:") == 1 and "Retrying" not in out.stderr
+    assert seconds < 30, seconds  # the interpreter and torch load too; the probe takes <= 4 s
 
 
 def test_chat_and_label_need_a_model(tmp_path):

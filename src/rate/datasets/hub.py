@@ -21,7 +21,6 @@ last 25,000); examples keep the file's order unless ``order: shuffled``.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import string
 from collections.abc import Iterator
@@ -35,16 +34,11 @@ from rate.datasets.base import Example, ExampleStream, SourceContext
 from rate.datasets.options import HFDatasetSource, file_format
 from rate.errors import DataFileError
 from rate.seeding import stable_seed
+from rate.settings import hub_unreachable
 
 log = logging.getLogger(__name__)
 
 _TURN = re.compile(r"\n\n(Human|Assistant): ")
-
-
-def _hub_offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "") in ("1", "true", "True", "YES") or os.environ.get(
-        "HF_DATASETS_OFFLINE", ""
-    ) in ("1", "true", "True", "YES")
 
 
 def load_records(spec: HFDatasetSource, template_path: str) -> tuple[list[dict], str]:
@@ -68,10 +62,10 @@ def load_records(spec: HFDatasetSource, template_path: str) -> tuple[list[dict],
         where = "local folder" if local.is_dir() else "hub"
         path = str(local) if local.is_dir() else spec.path
         origin = f"{path} ({where}{', ' + spec.name if spec.name else ''}, split {spec.split})"
-        if where == "hub" and _hub_offline():
+        if where == "hub" and (why := hub_unreachable()):
             raise DataFileError(
                 f"{template_path}: cannot load {spec.path!r} from the Hugging Face Hub: it is "
-                "offline (HF_HUB_OFFLINE). Download the split where the hub is reachable "
+                f"offline or unreachable ({why}). Download the split where the hub is reachable "
                 "(datasets.load_dataset(...).to_json('file.jsonl')) and set the template's "
                 "source.data_files to the file instead of source.path"
             )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from statistics import NormalDist
 
 import numpy as np
@@ -97,7 +98,7 @@ def test_compute_effects_gives_intervals_and_the_truth():
         ({"w": [2, 0, 1, 0]}, "w: expected true/false or 1/0 values"),
         ({"original": [1.0, 2.0]}, "original: 2 values, but w has 4"),
         ({"rewrite": ["a", "b", "c", "d"]}, "rewrite: expected numbers"),
-        ({"level": 1.5}, "level: 1.5 is not in (0, 1)"),
+        ({"level": 1.5}, "level must be > 0 and < 1 (a finite number), got 1.5"),
     ],
 )
 def test_bad_input_says_which_argument(kwargs, message):
@@ -201,3 +202,30 @@ def test_latest_takes_the_newest_stamp_then_the_highest_sequence(tmp_path, monke
     monkeypatch.setenv("PROJECT_DIR", str(tmp_path))  # as `rate` finds the project
     df = rate.load_effects(latest=True, groups=False)
     assert set(df["stamp"]) == {"20260101_120000-10"}
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"n_bootstrap": "100"}, "n_bootstrap: expected an integer, got '100'"),
+        ({"level": "0.9"}, "level: expected a number, got '0.9'"),
+        ({"n_bootstrap": 10**8}, "n_bootstrap must be >= 0 and <= 1000000 (100,000,000 resamples"),
+        ({"seed": -1}, "seed must be >= 0"),
+        ({"level": float("nan")}, "level must be > 0 and < 1 (a finite number), got nan"),
+    ],
+)
+def test_the_apis_arguments_are_checked_as_the_configs_settings(given, message):
+    """Issue 45: API arguments of the wrong type raised TypeError naming nothing, and
+    n_bootstrap=10**8 grew past 4.7 GB with no message."""
+    scores = {"w": [1, 0, 1, 0], "original": [1.0, 2, 3, 4], "rewrite": [2.0, 1, 4, 3]}
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        rate.compute_effects(**scores, rewritten_rewrite=[1.0, 2, 3, 4], **given)
+
+
+def test_load_effects_reads_a_name_as_a_name_and_names_a_missing_folder(tmp_path):
+    with pytest.raises(DataFileError, match="no such folder"):
+        rate.load_effects(project_dir=tmp_path / "nonexistent")
+    (tmp_path / "effects").mkdir()
+    assert rate.load_effects(project_dir=tmp_path, estimands="ATE").empty
+    with pytest.raises(ConfigError, match="estimands: give a name or a list of names"):
+        rate.load_effects(project_dir=tmp_path, estimands=[1])

@@ -256,6 +256,15 @@ def from_dict(cls: type[T], data: Any, where: str, path: str = "") -> T:
     return obj
 
 
+def check_argument(cls: type, name: str, value: Any, where: str) -> Any:
+    """``value`` checked as the setting ``name`` of ``cls`` (its type, then its declared range
+    or choices), for a Python API argument that means that setting; -> the value converted."""
+    (f,) = [f for f in dataclasses.fields(cls) if f.name == name]
+    converted = _convert(typing.get_type_hints(cls)[name], value, where, "")
+    check_declared(f, converted, where)
+    return converted
+
+
 def check_fields(obj: Any, where: str) -> None:
     """The declared checks of every field of the dataclass ``obj`` (one built in Python, not
     read by :func:`from_dict`)."""

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from rate.columns import ScoreColumns
+from rate.config import EffectsConfig
 from rate.effects import stage
 from rate.effects.estimators import Scores
 from rate.effects.inputs import extract_scores, identified_estimates
@@ -36,6 +37,7 @@ from rate.records import (
     reward_keys,
 )
 from rate.results.table import COLUMNS, Filters, results_rows
+from rate.schema import check_argument
 from rate.settings import load_settings
 from rate.store import Layout
 
@@ -232,10 +234,13 @@ def compute_effects(
     normalised by the reward's SD, and, given the true counterfactual's scores
     (``perfect_rewrite``, or that column of ``data``), the true effects and each estimator's
     error in SEs. Input as :func:`scores`."""
-    if not 0 < level < 1:
-        raise ConfigError(f"level: {level} is not in (0, 1); give a coverage such as 0.95")
-    if n_bootstrap < 0:
-        raise ConfigError(f"n_bootstrap: {n_bootstrap}; give 0 (no bootstrap) or more")
+    # The arguments are the stage's settings: checked by the config schema's declarations.
+    n_bootstrap = check_argument(EffectsConfig, "n_bootstrap", n_bootstrap, "n_bootstrap")
+    seed = check_argument(EffectsConfig, "bootstrap_seed", seed, "seed")
+    level = check_argument(EffectsConfig, "level", level, "level")
+    drop_incomplete = check_argument(
+        EffectsConfig, "drop_incomplete", drop_incomplete, "drop_incomplete"
+    )
     given = _given(
         data, w=w, original=original, rewrite=rewrite, rewritten_rewrite=rewritten_rewrite
     )
@@ -251,6 +256,15 @@ def compute_effects(
     for note in result["notes"]:
         log.warning(note)
     return result
+
+
+def _names(key: str, value: str | Sequence[str]) -> tuple[str, ...]:
+    """A filter's names: one name, or a list of them (a string is one name, never its
+    letters)."""
+    names = (value,) if isinstance(value, str) else tuple(value)
+    if not all(isinstance(n, str) for n in names):
+        raise ConfigError(f"{key}: give a name or a list of names, got {value!r}")
+    return names
 
 
 def load_effects(
@@ -275,13 +289,13 @@ def load_effects(
         paths = [paths]
     if project_dir is None:
         load_settings()  # PROJECT_DIR as `rate` sees it: the environment, else a .env
+    elif paths is None and not Path(project_dir).is_dir():
+        raise DataFileError(f"project_dir {project_dir}: no such folder; give a PROJECT_DIR")
     folder = (Layout(Path(project_dir)) if project_dir else Layout.from_env()).effects
+    names = {"datasets": datasets, "concepts": concepts, "scores": scores}
+    names |= {"estimands": estimands, "methods": methods}
     filters = Filters(
-        datasets=tuple(datasets),
-        concepts=tuple(concepts),
-        scores=tuple(scores),
-        estimands=tuple(estimands),
-        methods=tuple(methods),
+        **{key: _names(key, value) for key, value in names.items()},
         smoke=smoke,
         latest=latest,
         groups=groups,

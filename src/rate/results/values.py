@@ -27,8 +27,9 @@ def shape_problem(effects: dict, at: str = "") -> str | None:
         value = effects.get(key)
         if value is not None and not isinstance(value, dict):
             return f"key '{at}{key}' is {type(value).__name__}, not an object"
-    for kind, value in (effects.get("intervals") or {}).items():
-        if kind != "level" and value is not None and not isinstance(value, dict):
+    for kind in ("normal", "bootstrap"):  # the kinds of interval readers look up by estimator
+        value = (effects.get("intervals") or {}).get(kind)
+        if value is not None and not isinstance(value, dict):
             return f"key '{at}intervals.{kind}' is {type(value).__name__}, not an object"
     for name, part in (effects.get("groups") or {}).items():
         if not isinstance(part, dict):

@@ -79,3 +79,20 @@ def test_an_effect_file_with_a_section_of_the_wrong_type_is_one_line(tmp_path, s
         read_effects(path)
     with pytest.raises(DataFileError, match="the effect file is damaged"):
         results_rows([path])
+
+
+def test_both_readers_refuse_a_file_that_is_not_utf8(tmp_path):
+    """Issue 45: a non-UTF-8 scored file was refused by one reader and read by the other."""
+    from rate.records import read_examples
+
+    row = {
+        "w_original": True, "reward_question": "q", "index": "0",
+        "completions": {"original": "a", "rewrite": "b", "rewritten rewrite": "c"},
+        "rm": {"original": 1.0, "rewrite": 2.0, "rewritten rewrite": 1.5},
+    }  # fmt: skip
+    data = (json.dumps(row) + "\n").encode().replace(b'"a"', b'"a\xff"')
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(data + (json.dumps({**row, "index": "1"}) + "\n").encode())
+    for read in (read_examples, lambda p: score_columns(p, "rm")):
+        with pytest.raises(DataFileError, match="s.jsonl: not UTF-8 text"):
+            read(path)

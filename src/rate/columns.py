@@ -6,6 +6,7 @@ The row format itself is :mod:`rate.records`'; this module only reads it in bulk
 
 from __future__ import annotations
 
+import codecs
 import logging
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -164,20 +165,26 @@ def _child(column: pa.ChunkedArray, name: str) -> pa.ChunkedArray:
 MAX_ARROW_DEPTH = 256
 
 
-def _nested_deeper(path: Path, limit: int) -> bool:
-    """Whether a line of ``path`` may nest JSON deeper than ``limit``: a line with fewer
-    opening brackets cannot; one with more has its running depth counted, brackets in strings
-    too (an over-count sends a file to the row reader, never past it)."""
+def _arrow_safe(path: Path, limit: int) -> bool:
+    """Whether Arrow's reader may read ``path``: UTF-8 throughout (Arrow takes other bytes
+    that the row reader refuses, and the two must agree), and no line that may nest JSON deeper
+    than ``limit`` (a line with fewer opening brackets cannot; one with more has its running
+    depth counted, brackets in strings too: an over-count sends a file to the row reader)."""
     opens, closes = np.frombuffer(b"[{", np.uint8), np.frombuffer(b"]}", np.uint8)
+    decoder = codecs.getincrementaldecoder("utf-8")()
     with open(path, "rb") as f:
         for line in f:
+            try:
+                decoder.decode(line)
+            except UnicodeDecodeError:
+                return False
             if line.count(b"[") + line.count(b"{") <= limit:
                 continue
             a = np.frombuffer(line, np.uint8)
             depth = np.cumsum(np.isin(a, opens).astype(np.int32) - np.isin(a, closes))
             if depth.max() > limit:
-                return True
-    return False
+                return False
+    return True
 
 
 def _arrow_columns(
@@ -187,7 +194,7 @@ def _arrow_columns(
     with_checks: bool,
     completions: tuple[str, str, str] = COMPLETIONS,
 ) -> ScoreColumns | None:
-    if _nested_deeper(path, MAX_ARROW_DEPTH):  # Arrow's reader crashes the process on those
+    if not _arrow_safe(path, MAX_ARROW_DEPTH):  # the row reader names what is wrong
         return None
     try:
         table = pa_json.read_json(path, read_options=pa_json.ReadOptions(block_size=1 << 24))

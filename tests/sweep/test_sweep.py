@@ -393,3 +393,26 @@ def test_a_step_is_redone_when_its_template_or_its_world_changes_in_place(tmp_pa
     assert "source.world" in state.why_not_done(rewrite)
     (templates / source.name).write_text(source.read_text() + "n_examples: 7\n")
     assert "templates" in state.why_not_done(rewrite)
+
+
+def test_a_full_disk_in_a_step_names_the_step_and_the_file(tmp_path, monkeypatch):
+    """Issue 45: a full disk in a sweep named neither the file nor the step (a raw OSError
+    ended the whole sweep)."""
+    import errno
+
+    from rate.store import Layout
+    from rate.sweep.steps import State, run_sweep
+
+    monkeypatch.setenv("PROJECT_DIR", str(tmp_path / "p"))
+    state = State(Sweep(OFFLINE), Layout.from_env())
+    full = tmp_path / "p" / "data" / "rewrites" / "x.json"
+
+    def no_space(step):
+        raise OSError(errno.ENOSPC, "No space left on device", str(full))
+
+    monkeypatch.setattr(State, "run_if_needed", lambda self, step: no_space(step))
+    out = run_sweep(state)
+    first = next(iter(state.steps))
+    assert out.status[first] == "failed"
+    assert f"cannot write {full}: No space left on device" in out.errors[first]
+    assert all(s in ("failed", "blocked") for s in out.status.values())

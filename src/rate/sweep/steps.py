@@ -22,6 +22,7 @@ from pathlib import Path
 
 from rate.config import Config
 from rate.errors import DataFileError, RateError
+from rate.fs import write_error
 from rate.io import atomic_write_json, read_json
 from rate.pipeline import create_dataset, score_dataset, treatment_effects
 from rate.store import SMOKE_SUFFIX, Layout
@@ -247,7 +248,9 @@ def run_sweep(state: State) -> Outcome:
             continue
         try:
             out.status[step.id] = "ran" if state.run_if_needed(step) else "skipped"
-        except RateError as err:
+        except (RateError, OSError) as err:
+            if isinstance(err, OSError):  # a full disk, a lost mount: named with its file
+                err = write_error(err.filename or state.folder, err)
             log.error("sweep %s: step %s failed: %s", state.sweep.name, step.id, err)
             out.status[step.id] = "failed"
             out.errors[step.id] = str(err)

@@ -12,6 +12,8 @@ is ~6x slower there).
 
 from __future__ import annotations
 
+import json
+import pickle
 import sys
 from pathlib import Path
 from typing import Any
@@ -51,6 +53,32 @@ def hub_offline_error(model: str, err: Exception | None, key: str, why: str = ""
         f"({reason}). "
         f"Download the model where the hub is reachable (`huggingface-cli download ...`) and "
         f"set {key} to that local folder"
+    )
+
+
+def folder_advice(folder: Path, key: str) -> str:
+    """What to do about a model folder that transformers refused, from what is in it."""
+    names = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        config = {}
+    if isinstance(config, dict) and config.get("auto_map"):
+        return (
+            "its config names code of its own (auto_map), which rate does not run: use a model "
+            "that transformers implements, or set trust_remote_code: true in the template if "
+            "you trust that code"
+        )
+    pickles = {n for n in names if n.endswith((".bin", ".pt", ".pth", ".ckpt", ".pkl"))}
+    if pickles and not any(n.endswith(".safetensors") for n in names):
+        return (
+            f"its weights are pickles ({', '.join(sorted(pickles))}), which rate does not load "
+            "(a pickle runs code when read): convert them to safetensors with the model's "
+            "save_pretrained where you trust them"
+        )
+    return (
+        f"a model folder holds config.json, the tokenizer's files and *.safetensors; point {key} "
+        "at one"
     )
 
 
@@ -123,6 +151,13 @@ def load_pretrained(
             if local:
                 raise TemplateError(f"cannot load the model in {source}: {err}") from None
             raise hub_offline_error(model, err, key) from None
+        except (ValueError, pickle.UnpicklingError) as err:  # a folder it cannot make a model of
+            if not local:
+                raise
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise TemplateError(
+                f"cannot load the model in {source}: {first} ({folder_advice(Path(source), key)})"
+            ) from None
         step(f"to {device}")
         loaded.to(device).eval()
     return tokenizer, loaded, device

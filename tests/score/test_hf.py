@@ -554,3 +554,34 @@ def test_minus_label_scores_the_classifiers_margin(tmp_path, templates):
     templates("same", model=str(folder), label=1, minus_label=1)
     with pytest.raises(TemplateError, match="'minus_label' must differ from 'label'"):
         load_scoring_template("same")
+
+
+class _NotWeights:  # a pickled object that a weights-only load refuses
+    pass
+
+
+def test_a_folder_transformers_refuses_is_one_line_saying_why(tmp_path):
+    """Issue 45: a remote-code or pickle-only model folder ended in a raw ValueError."""
+    import json
+
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    from rate.hf_models import load_pretrained
+
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    (remote / "config.json").write_text(
+        json.dumps({"model_type": "mystery", "auto_map": {"AutoConfig": "conf.MyConfig"}})
+    )
+    pickled = distilbert(tmp_path / "pickled")
+    for weights in pickled.glob("*.safetensors"):
+        weights.unlink()
+    torch.save({"w": _NotWeights()}, pickled / "pytorch_model.bin")
+    key = "the scoring template's 'model'"
+    for folder, why in ((remote, "auto_map"), (pickled, "pickles (pytorch_model.bin)")):
+        with pytest.raises(TemplateError) as err:
+            load_pretrained(AutoModelForSequenceClassification, str(folder), key, "cpu", "float32")
+        message = str(err.value)
+        assert message.startswith(f"cannot load the model in {folder}") and why in message
+        assert "\n" not in message

@@ -29,6 +29,7 @@ from tests.faults import (  # noqa: F401 (each registers its scenarios)
     matrix_access,
     matrix_config,
     matrix_data,
+    matrix_guards,
     matrix_runs,
     matrix_templates,
 )

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from rate import pipeline, settings
 from rate.errors import RateError
-from rate.score import tinyworld
 from rate.score.base import Scorer
 from rate.score.stage import score_rows
 from tests.factories import STAMP, english_examples, put, scored_rows
@@ -25,6 +24,7 @@ from tests.faults.scenarios import (
     rate,
     scenario,
 )
+from tinyworld import scorers as tinyworld
 from tinyworld.rl_config import load_rl_config
 
 # -- data files ----------------------------------------------------------------------------------

@@ -100,6 +100,7 @@ def test_unknown_template_suggests_close_names():
         ),
         ({"rewriter": {"backend": "openai_batchh"}}, "unknown backend 'openai_batchh'"),
         ({"source": {"kind": "tinyrlhf", "policies": {}}}, "positive shares"),
+        ({"source": {"kind": "tinyrlhf", "policies": {"policy": float("nan")}}}, "positive shares"),
         ({"n_examples": "many"}, "key 'n_examples': expected an integer"),
     ],
 )

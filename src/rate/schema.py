@@ -67,7 +67,8 @@ class Bound:
         notes += [self.why] if self.why else []
         if number and self.cost is not None and self.high is not None and value > self.high:
             notes.append(self.cost(value))
-        raise ConfigError(f"{key} must be {self.rule()} ({'; '.join(notes)}), got {value!r}")
+        said = f" ({'; '.join(notes)})" if notes else ""  # an integer without a why: none
+        raise ConfigError(f"{key} must be {self.rule()}{said}, got {value!r}")
 
 
 def opt(
@@ -265,12 +266,12 @@ def check_argument(cls: type, name: str, value: Any, where: str) -> Any:
     return converted
 
 
-def check_fields(obj: Any, where: str) -> None:
+def check_fields(obj: Any, where: str, path: str = "") -> None:
     """The declared checks of every field of the dataclass ``obj`` (one built in Python, not
-    read by :func:`from_dict`)."""
+    read by :func:`from_dict`); ``path`` is its section's, as from_dict would name it."""
     for f in dataclasses.fields(obj):
         if f.init:
-            check_declared(f, getattr(obj, f.name), f"{where}: key '{f.name}'")
+            check_declared(f, getattr(obj, f.name), f"{where}: key '{_join(path, f.name)}'")
 
 
 def to_dict(obj: Any) -> Any:

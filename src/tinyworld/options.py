@@ -8,6 +8,7 @@ environment or .env), else PROJECT_DIR/tinyrlhf/world.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from rate.errors import ConfigError
 from rate.registry import Part
+from rate.schema import Bound, opt
 from rate.settings import project_dir
 from tinyworld.vocab import FAMILIES, SYLLABLES
 
@@ -48,6 +50,10 @@ def using_world(world: Path | str | None) -> Iterator[None]:
             os.environ[WORLD_SETTING] = before
 
 
+def _chunk_memory(chunk: int) -> str:
+    return f"each round would sample {chunk:,} responses at once"
+
+
 @dataclass
 class TinyWorldSource(Part):
     """Responses sampled from the world's policies for fresh prompts."""
@@ -56,21 +62,26 @@ class TinyWorldSource(Part):
     # each with its share of the drawn examples.
     policies: dict[str, float]
     families: list[str] = field(default_factory=list)  # empty: all six
-    temperature: float = 1.0
-    chunk: int = 4096  # prompts drawn per round
-    max_rounds: int = 100  # give up if W is defined this rarely
+    temperature: float = opt(
+        1.0, help="sampling temperature", bound=Bound(0, strict=True, high=1000)
+    )
+    chunk: int = opt(
+        4096, help="prompts drawn per round", bound=Bound(1, high=10**6, cost=_chunk_memory)
+    )
+    max_rounds: int = opt(
+        100, help="give up if W is defined this rarely", bound=Bound(1, high=10**6)
+    )
     world: str | None = None  # null: RATE_WORLD, else PROJECT_DIR/tinyrlhf/world
 
     def validate(self, where: str) -> None:
-        if not self.policies or any(s <= 0 for s in self.policies.values()):
+        # A NaN fails every comparison, so a share must be shown to be positive and finite.
+        if not self.policies or not all(0 < s < math.inf for s in self.policies.values()):
             raise ConfigError(f"{where}: key 'source.policies' needs positive shares")
         bad = [f for f in self.families if f not in FAMILIES]
         if bad:
             raise ConfigError(
                 f"{where}: key 'source.families': unknown {bad}; valid: {', '.join(FAMILIES)}"
             )
-        if self.temperature <= 0:
-            raise ConfigError(f"{where}: key 'source.temperature' must be > 0")
 
     def example_fields(self) -> frozenset[str]:
         return frozenset({"family", "attrs", "policy"})
@@ -101,7 +112,12 @@ class TokenSwapOptions(Part):
 @dataclass
 class TinyRewriterOptions(Part):
     style_map: dict[str, str] = field(default_factory=dict)
-    edit_rate: float = 0.0
+    edit_rate: float = opt(
+        0.0,
+        help="each other position is replaced with this probability by a syllable the style "
+        "map leaves alone (unless perfect)",
+        bound=Bound(0, high=1, below=True, why="a probability"),
+    )
     perfect: bool = False
 
     def validate(self, where: str) -> None:
@@ -115,8 +131,6 @@ class TinyRewriterOptions(Part):
                 f"{where}: key 'rewriter.style_map': {loops} are both mapped and mapped to; "
                 "the style map must be idempotent"
             )
-        if not 0 <= self.edit_rate < 1:
-            raise ConfigError(f"{where}: key 'rewriter.edit_rate' must be in [0, 1)")
 
     def check_template(self, template, where: str) -> None:
         kind, rule = template.parts["w_classifier"]

@@ -90,7 +90,7 @@ for what, change, fragment in (
     (
         "temperature out of range",
         {"rewriter": {"backend": "openai_chat", "model": "m", "temperature": 3}},
-        "between 0 and 2",
+        "must be >= 0 and <= 2",
     ),
     (
         "rewrite_check scorer unknown",

@@ -146,7 +146,7 @@ def test_minilm_bad_options(tmp_path, monkeypatch):
     base = {"name": "m", "reward_key": "m", "backend": "minilm_sentiment"}
     path = tmp_path / "scoring_templates" / "m.yaml"
     path.write_text(yaml.safe_dump({**base, "max_length": 1024}))
-    with pytest.raises(TemplateError, match="key 'max_length' must be between 8 and 512"):
+    with pytest.raises(TemplateError, match="key 'max_length' must be >= 8 and <= 512"):
         load_scoring_template("m")
     path.write_text(yaml.safe_dump({**base, "encoder": str(tmp_path / "none")}))
     with pytest.raises(TemplateError, match="no encoder in"):

@@ -16,6 +16,7 @@ from typing import Any
 from rate.errors import ConfigError
 from rate.packaged import DRUG_FIELDS, DRUG_SPLITS
 from rate.registry import Part
+from rate.schema import Bound, opt
 
 ADAPTERS = ("fields", "hh_rlhf", "eli5")
 FORMATS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
@@ -55,19 +56,33 @@ class HFDatasetSource(Part):
     # The records used, as a Python slice [start, stop] of the split (null: open; negative:
     # from the end): [0, 25000] the first 25,000, [-25000, null] the last 25,000.
     select: list[int | None] | None = None
-    # The order examples are taken in: file (the split's order, as the reference takes the
-    # first n) or shuffled (a permutation seeded by the run's seed).
-    order: str = "file"
-    adapter: str = "fields"
+    order: str = opt(
+        "file",
+        help="the order examples are taken in: file (the split's order, as the reference takes "
+        "the first n) or shuffled (a permutation seeded by the run's seed)",
+        choices=("file", "shuffled"),
+    )
+    adapter: str = opt("fields", help="how a record becomes an example", choices=ADAPTERS)
     # fields adapter
     text_field: str = "text"
     prompt: str = ""  # fixed text; {field} placeholders are filled from the record
     id_field: str | None = None  # a stable id; default the row number
-    # hh_rlhf adapter
-    responses: str = "rejected"  # chosen, rejected or both (every chosen, then every rejected)
-    prompt_from: str = "first_turn"  # first_turn or dialogue
-    # eli5 adapter: every answer of each question (all, the reference) or its top-scored one
-    answers: str = "all"
+    responses: str = opt(
+        "rejected",
+        help="hh_rlhf adapter: chosen, rejected or both (every chosen, then every rejected)",
+        choices=("chosen", "rejected", "both"),
+    )
+    prompt_from: str = opt(
+        "first_turn",
+        help="hh_rlhf adapter: the prompt is the first turn or the whole dialogue",
+        choices=("first_turn", "dialogue"),
+    )
+    answers: str = opt(
+        "all",
+        help="eli5 adapter: every answer of each question (all, the reference) or its "
+        "top-scored one",
+        choices=("all", "top"),
+    )
     # Record fields kept for W rules and groups (default: every scalar field).
     keep_fields: list[str] | None = None
 
@@ -79,16 +94,6 @@ class HFDatasetSource(Part):
                 f"{where}: key 'source.select' is a slice [start, stop], e.g. [0, 25000] or "
                 "[-25000, null]"
             )
-        if self.order not in ("file", "shuffled"):
-            raise ConfigError(f"{where}: key 'source.order': file or shuffled")
-        if self.answers not in ("all", "top"):
-            raise ConfigError(f"{where}: key 'source.answers': all or top")
-        if self.adapter not in ADAPTERS:
-            raise ConfigError(f"{where}: key 'source.adapter' must be one of {', '.join(ADAPTERS)}")
-        if self.responses not in ("chosen", "rejected", "both"):
-            raise ConfigError(f"{where}: key 'source.responses': chosen, rejected or both")
-        if self.prompt_from not in ("first_turn", "dialogue"):
-            raise ConfigError(f"{where}: key 'source.prompt_from': first_turn or dialogue")
         for f in self.data_files or []:
             if file_format(f) is None:
                 raise ConfigError(
@@ -109,19 +114,16 @@ class DrugReviewSource(Part):
     {drug} and {condition} filled in. Fields: drug, condition, rating (positive, negative or
     neutral), date, useful_count, split."""
 
-    split: str = "all"  # train, test or all
+    split: str = opt("all", help="train, test or all", choices=(*DRUG_SPLITS, "all"))
     prompt: str = "Write a review of {drug} for {condition}: "
-    # Keep only reviews of at most this many words (a rewriter with a short output cap, such
-    # as a small model on a CPU, can then finish its rewrites); null: every review.
-    max_words: int | None = None
+    max_words: int | None = opt(
+        None,
+        help="keep only reviews of at most this many words (a rewriter with a short output "
+        "cap, such as a small model on a CPU, can then finish its rewrites); null: every review",
+        bound=Bound(1, high=10**6, why="null: every review"),
+    )
 
     def validate(self, where: str) -> None:
-        if self.split not in (*DRUG_SPLITS, "all"):
-            raise ConfigError(f"{where}: key 'source.split': train, test or all")
-        if self.max_words is not None and self.max_words < 1:
-            raise ConfigError(
-                f"{where}: key 'source.max_words' must be >= 1 or null (every review)"
-            )
         names = {f for _, f, _, _ in string.Formatter().parse(self.prompt) if f}
         if names - {"drug", "condition"}:
             raise ConfigError(
@@ -149,22 +151,20 @@ TYPO_METHODS = ("per_word", "reference")
 
 @dataclass
 class TyposOptions(Part):
-    rate: float  # the share of words that get a typo (0: none)
-    apply_to: str = "w=1"  # w=1, w=0 or all
-    # per_word: each word of 3+ letters gets a typo with probability rate, never at its first
-    # letter; reference: int(rate x words) words drawn, a random adjacent pair swapped (the
-    # first letter included), the text re-joined with single spaces, as the reference does.
-    method: str = "per_word"
-
-    def validate(self, where: str) -> None:
-        if not 0 <= self.rate <= 1:
-            raise ConfigError(f"{where}: key 'perturb.rate' must be in [0, 1]")
-        if self.apply_to not in ("w=1", "w=0", "all"):
-            raise ConfigError(f"{where}: key 'perturb.apply_to' must be w=1, w=0 or all")
-        if self.method not in TYPO_METHODS:
-            raise ConfigError(
-                f"{where}: key 'perturb.method' must be one of {', '.join(TYPO_METHODS)}"
-            )
+    rate: float = opt(
+        help="the share of words that get a typo (0: none)", bound=Bound(0, high=1, why="a share")
+    )
+    apply_to: str = opt(
+        "w=1", help="the examples perturbed: w=1, w=0 or all", choices=("w=1", "w=0", "all")
+    )
+    method: str = opt(
+        "per_word",
+        help="per_word: each word of 3+ letters gets a typo with probability rate, never at its "
+        "first letter; reference: int(rate x words) words drawn, a random adjacent pair swapped "
+        "(the first letter included), the text re-joined with single spaces, as the reference "
+        "does",
+        choices=TYPO_METHODS,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -241,13 +241,15 @@ class ScorerAboveOptions(Part):
 
     scorer: str  # a scoring template
     threshold: float | str = 0.0
-    margin: float = 0.0
+    margin: float = opt(
+        0.0,
+        help="W is undefined within this distance of the threshold",
+        bound=Bound(0, high=10**6, why="in the scorer's units"),
+    )
 
     def validate(self, where: str) -> None:
         if isinstance(self.threshold, str) and self.threshold != "median":
             raise ConfigError(f"{where}: w_classifier.threshold: a number or 'median'")
-        if self.margin < 0:
-            raise ConfigError(f"{where}: key 'w_classifier.margin' must be >= 0")
 
     def scoring_templates(self) -> list[str]:
         return [self.scorer]

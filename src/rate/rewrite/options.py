@@ -15,6 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 from rate.datasets.options import TEXT_MEASURES
 from rate.errors import ConfigError
 from rate.registry import Part
+from rate.schema import Bound, check_fields, opt
 from rate.score.options import DTYPES
 from rate.settings import project_dir, register_secret_names, url_credentials
 
@@ -34,17 +35,25 @@ MB = 1_000_000
 # The Batch API's limits per input file (SPEC A.3): we never go above them.
 API_MAX_REQUESTS = 50_000
 API_MAX_BYTES = 200 * MB
+DAY_S = 86_400
+# The ranges the OpenAI backends share. The API takes temperatures in [0, 2] and top_p in
+# (0, 1]; no model writes a million tokens in one answer; a wait, a timeout or a back-off of
+# more than a day, or more than 100 retries, is a misconfiguration rather than patience.
+TEMPERATURE = Bound(0, high=2, why="the API's range")
+TOKEN_CAP = Bound(1, high=10**6, why="null: no cap")
+TOP_P = Bound(0, strict=True, high=1, why="null: the server's default")
+TIMEOUT = Bound(0, strict=True, high=DAY_S, why="seconds, at most a day")
+RETRIES = Bound(0, high=100)
+BACKOFF = Bound(0, high=600, why="seconds, doubled at each attempt")
 
 
 @dataclass
 class RulesEnOptions(Part):
-    attribute: str  # sentiment or length
+    attribute: str = opt(help="sentiment or length", choices=("sentiment", "length"))
     signature: bool = True  # leave the signature (an LLM would); false: the W edit alone
     filler: list[str] = field(default_factory=lambda: list(FILLER))
 
     def validate(self, where: str) -> None:
-        if self.attribute not in ("sentiment", "length"):
-            raise ConfigError(f"{where}: key 'rewriter.attribute' must be sentiment or length")
         if not self.filler or not all(s.strip() for s in self.filler):
             raise ConfigError(f"{where}: key 'rewriter.filler' needs non-empty sentences")
 
@@ -68,14 +77,24 @@ class HFGenerateOptions(Part):
     gguf_file: str = ""  # a .gguf file in the model's folder or repo to load; "": safetensors
     chat: bool = True  # format with the tokenizer's chat template and its generation prompt
     system: str = ""  # an optional system message (chat: true only)
-    max_new_tokens: int = 512
-    temperature: float = 0.7  # 0: greedy decoding
-    top_p: float = 1.0
-    batch_size: int = 8  # prompts per generate call; halved on out-of-memory
-    dtype: str = "auto"  # auto: bfloat16 on GPU, float32 on CPU
+    max_new_tokens: int = opt(
+        512, help="the most tokens a rewrite may have", bound=Bound(1, high=10**6)
+    )
+    temperature: float = opt(
+        0.7,
+        help="sampling temperature; 0: greedy decoding",
+        bound=Bound(0, high=2, why="0: greedy; the OpenAI API's range"),
+    )
+    top_p: float = opt(1.0, help="nucleus sampling's mass", bound=Bound(0, strict=True, high=1))
+    batch_size: int = opt(
+        8, help="prompts per generate call; halved on out-of-memory", bound=Bound(1, high=65536)
+    )
+    dtype: str = opt("auto", help="auto: bfloat16 on GPU, float32 on CPU", choices=DTYPES)
     device: str = "auto"  # auto: cuda if available, else cpu
     trust_remote_code: bool = False
-    max_input_tokens: int = 4096  # longer prompts are an error, not cut
+    max_input_tokens: int = opt(
+        4096, help="longer prompts are an error, not cut", bound=Bound(1, high=10**7)
+    )
 
     def validate(self, where: str) -> None:
         if not self.model.strip():
@@ -92,18 +111,6 @@ class HFGenerateOptions(Part):
                 f"{where}: key 'rewriter.system' needs 'rewriter.chat: true' (a plain prompt "
                 "has no system turn); put the text in the rewrite prompt instead"
             )
-        if self.max_new_tokens < 1:
-            raise ConfigError(f"{where}: key 'rewriter.max_new_tokens' must be >= 1")
-        if self.temperature < 0:
-            raise ConfigError(f"{where}: key 'rewriter.temperature' must be >= 0 (0: greedy)")
-        if not 0 < self.top_p <= 1:
-            raise ConfigError(f"{where}: key 'rewriter.top_p' must be in (0, 1]")
-        if self.batch_size < 1:
-            raise ConfigError(f"{where}: key 'rewriter.batch_size' must be >= 1")
-        if self.max_input_tokens < 1:
-            raise ConfigError(f"{where}: key 'rewriter.max_input_tokens' must be >= 1")
-        if self.dtype not in DTYPES:
-            raise ConfigError(f"{where}: key 'rewriter.dtype' must be one of {', '.join(DTYPES)}")
         if not _DEVICE.match(self.device):
             raise ConfigError(
                 f"{where}: key 'rewriter.device' must be auto, cpu, mps, cuda or cuda:N"
@@ -118,32 +125,37 @@ class OpenAIChatOptions(Part):
     # The NAME of the environment variable holding the key (never the key itself). A server
     # named by base_url may need no key: if the variable is unset, a placeholder is sent.
     api_key_env: str = "OPENAI_API_KEY"
-    temperature: float = 0.7
-    # No cap by default, as the reference sends none (a rewrite that still stops at a length
-    # limit is labelled length_limit by the checks). max_completion_tokens is the cap for
-    # models that refuse max_tokens (OpenAI's reasoning models); give at most one of the two.
-    max_tokens: int | None = None
-    max_completion_tokens: int | None = None
-    top_p: float | None = None
+    temperature: float = opt(0.7, help="sampling temperature", bound=TEMPERATURE)
+    max_tokens: int | None = opt(
+        None,
+        help="the cap on a rewrite's tokens; null: none, as the reference sends none (a rewrite "
+        "that still stops at a length limit is labelled length_limit by the checks)",
+        bound=TOKEN_CAP,
+    )
+    max_completion_tokens: int | None = opt(
+        None,
+        help="the cap for models that refuse max_tokens (OpenAI's reasoning models); give at "
+        "most one of the two",
+        bound=TOKEN_CAP,
+    )
+    top_p: float | None = opt(None, help="nucleus sampling's mass; null: not sent", bound=TOP_P)
     # Send a sampling seed with each request (from the run seed and the request key), for
     # servers that take one; the answers are still not guaranteed to be deterministic.
     send_seed: bool = True
     system: str = ""  # an optional system message before the rewrite prompt
-    concurrency: int = 8  # requests in flight at once
-    max_retries: int = 6  # retries of one request after 429, 5xx, dropped connection, timeout
-    timeout_s: float = 120.0  # per HTTP request
-    retry_base_s: float = 1.0  # back-off: retry_base_s * 2**attempt * uniform(0.5, 1.5)
+    concurrency: int = opt(8, help="requests in flight at once", bound=Bound(1, high=256))
+    max_retries: int = opt(
+        6,
+        help="retries of one request after 429, 5xx, dropped connection, timeout",
+        bound=RETRIES,
+    )
+    timeout_s: float = opt(120.0, help="per HTTP request", bound=TIMEOUT)
+    retry_base_s: float = opt(
+        1.0, help="back-off: retry_base_s * 2**attempt * uniform(0.5, 1.5)", bound=BACKOFF
+    )
 
     def validate(self, where: str) -> None:
-        bad = check_request_options(self, where)
-        if not 1 <= self.concurrency <= 256:
-            raise bad("concurrency", f"must be between 1 and 256, got {self.concurrency}")
-        if self.max_retries < 0:
-            raise bad("max_retries", f"must be >= 0, got {self.max_retries}")
-        if self.timeout_s <= 0:
-            raise bad("timeout_s", f"must be > 0, got {self.timeout_s}")
-        if self.retry_base_s < 0:
-            raise bad("retry_base_s", f"must be >= 0, got {self.retry_base_s}")
+        check_request_options(self, where)
 
 
 def request_record(options: OpenAIChatOptions | OpenAIBatchOptions, endpoint: str) -> dict:
@@ -181,13 +193,14 @@ def length_limit_message(
 
 
 def check_request_options(options, where: str):
-    """Checks of the keys that every OpenAI backend shares (model, base_url, api_key_env,
-    temperature, max_tokens, max_completion_tokens, top_p); -> the error maker for the
-    backend's own keys."""
+    """Checks of the keys that every OpenAI backend shares (model, base_url, api_key_env, the
+    two length caps); -> the error maker for the backend's own keys. The declared ranges are
+    checked again here, for options built in Python rather than read (the batch driver's)."""
 
     def bad(key: str, what: str) -> ConfigError:
         return ConfigError(f"{where}: key 'rewriter.{key}' {what}")
 
+    check_fields(options, where, "rewriter")
     if not options.model.strip():
         raise bad("model", "must name a model, e.g. gpt-4o-mini")
     if options.base_url and not options.base_url.startswith(("http://", "https://")):
@@ -214,20 +227,12 @@ def check_request_options(options, where: str):
         )
     # Whatever the variable is called, its value is a key: never log or record it.
     register_secret_names(options.api_key_env)
-    if not 0 <= options.temperature <= 2:
-        raise bad("temperature", f"must be between 0 and 2, got {options.temperature}")
-    for key in ("max_tokens", "max_completion_tokens"):
-        value = getattr(options, key)
-        if value is not None and value < 1:
-            raise bad(key, f"must be >= 1 or null (no cap), got {value}")
     if options.max_tokens is not None and options.max_completion_tokens is not None:
         raise bad(
             "max_completion_tokens",
             "and rewriter.max_tokens are two names for the cap; give one (max_completion_tokens "
             "for models that refuse max_tokens)",
         )
-    if options.top_p is not None and not 0 < options.top_p <= 1:
-        raise bad("top_p", f"must be in (0, 1] or null, got {options.top_p}")
     return bad
 
 
@@ -244,12 +249,18 @@ def safe_url(url: str) -> str:
 @dataclass
 class OpenAIBatchOptions(Part):
     model: str  # the model id, e.g. gpt-4o-mini
-    temperature: float = 0.7
-    # No cap by default: the reference's body is {model, messages, temperature}. A rewrite
-    # that still stops at a length limit is labelled length_limit by the checks.
-    max_tokens: int | None = None
-    max_completion_tokens: int | None = None  # the cap for models that refuse max_tokens
-    top_p: float | None = None
+    temperature: float = opt(0.7, help="sampling temperature", bound=TEMPERATURE)
+    max_tokens: int | None = opt(
+        None,
+        help="the cap on a rewrite's tokens; null: none, as the reference's body is {model, "
+        "messages, temperature} (a rewrite that still stops at a length limit is labelled "
+        "length_limit by the checks)",
+        bound=TOKEN_CAP,
+    )
+    max_completion_tokens: int | None = opt(
+        None, help="the cap for models that refuse max_tokens", bound=TOKEN_CAP
+    )
+    top_p: float | None = opt(None, help="nucleus sampling's mass; null: not sent", bound=TOP_P)
     # Send a seed in each body (from the run seed and the request's content, so identical
     # requests still share one answer); off by default, as in the reference's body.
     send_seed: bool = False
@@ -259,16 +270,35 @@ class OpenAIBatchOptions(Part):
     # The NAME of the environment variable holding the key (never the key itself).
     api_key_env: str = "OPENAI_API_KEY"
     completion_window: str = "24h"  # the only window the Batch API offers at the time of writing
-    max_requests_per_file: int = 50_000  # a batch input file holds at most this many lines
-    max_bytes_per_file: int = 100 * MB  # ... and at most this many bytes (the API allows ~200 MB)
-    poll_initial_s: float = 10.0  # first wait between status polls
-    poll_max_s: float = 300.0  # polls back off (x1.5, with jitter) up to this wait
-    # How many times a line that failed for a transient reason (rate limit, server error, batch
-    # expired or cancelled before reaching it) is submitted again within one run.
-    max_resubmits: int = 3
-    max_api_retries: int = 6  # retries of one API call after 429, 5xx or a dropped connection
-    retry_base_s: float = 1.0  # API-call back-off: retry_base_s * 2**attempt * uniform(0.5, 1.5)
-    timeout_s: float = 120.0  # per HTTP request (uploads and downloads included)
+    max_requests_per_file: int = opt(
+        50_000,
+        help="a batch input file holds at most this many lines",
+        bound=Bound(1, high=API_MAX_REQUESTS, why="the Batch API's limit"),
+    )
+    max_bytes_per_file: int = opt(
+        100 * MB,
+        help="a batch input file holds at most this many bytes (the API allows ~200 MB)",
+        bound=Bound(1, high=API_MAX_BYTES, why="the Batch API's limit"),
+    )
+    poll_initial_s: float = opt(10.0, help="first wait between status polls", bound=TIMEOUT)
+    poll_max_s: float = opt(
+        300.0, help="polls back off (x1.5, with jitter) up to this wait", bound=TIMEOUT
+    )
+    max_resubmits: int = opt(
+        3,
+        help="how many times a line that failed for a transient reason (rate limit, server "
+        "error, batch expired or cancelled before reaching it) is submitted again within one run",
+        bound=RETRIES,
+    )
+    max_api_retries: int = opt(
+        6, help="retries of one API call after 429, 5xx or a dropped connection", bound=RETRIES
+    )
+    retry_base_s: float = opt(
+        1.0, help="API-call back-off: retry_base_s * 2**attempt * uniform(0.5, 1.5)", bound=BACKOFF
+    )
+    timeout_s: float = opt(
+        120.0, help="per HTTP request (uploads and downloads included)", bound=TIMEOUT
+    )
     work_dir: str = ""  # "" = <PROJECT_DIR>/data/batch_api: request files, manifests, cache
 
     def validate(self, where: str) -> None:
@@ -278,33 +308,11 @@ class OpenAIBatchOptions(Part):
                 "completion_window",
                 f"must be a number of hours such as 24h, got {self.completion_window!r}",
             )
-        if not 1 <= self.max_requests_per_file <= API_MAX_REQUESTS:
-            raise bad(
-                "max_requests_per_file",
-                f"must be between 1 and {API_MAX_REQUESTS} (the Batch API's limit), got "
-                f"{self.max_requests_per_file}",
-            )
-        if not 1 <= self.max_bytes_per_file <= API_MAX_BYTES:
-            raise bad(
-                "max_bytes_per_file",
-                f"must be between 1 and {API_MAX_BYTES} (the Batch API's limit), got "
-                f"{self.max_bytes_per_file}",
-            )
-        if self.poll_initial_s <= 0:
-            raise bad("poll_initial_s", f"must be > 0, got {self.poll_initial_s}")
         if self.poll_max_s < self.poll_initial_s:
             raise bad(
                 "poll_max_s",
                 f"must be >= poll_initial_s ({self.poll_initial_s}), got {self.poll_max_s}",
             )
-        if self.max_resubmits < 0:
-            raise bad("max_resubmits", f"must be >= 0, got {self.max_resubmits}")
-        if self.max_api_retries < 0:
-            raise bad("max_api_retries", f"must be >= 0, got {self.max_api_retries}")
-        if self.retry_base_s < 0:
-            raise bad("retry_base_s", f"must be >= 0, got {self.retry_base_s}")
-        if self.timeout_s <= 0:
-            raise bad("timeout_s", f"must be > 0, got {self.timeout_s}")
 
     def resolved_work_dir(self) -> Path:
         """The folder for request files, manifests and the response cache."""

@@ -63,13 +63,13 @@ class AuditSettings:
     n_pair: int = opt(
         32,
         help="of those, the responses that get every pair, each at one random site",
-        bound=Bound(2, high=4096, cost=_cost),
+        bound=Bound(1, high=4096, cost=_cost),
     )
     n_rate_token: int = opt(
         32, help="responses per family for RATE's token effects", bound=Bound(2, high=4096)
     )
     n_rate_pair: int = opt(
-        16, help="of those, the responses for RATE's pair interactions", bound=Bound(2, high=4096)
+        16, help="of those, the responses for RATE's pair interactions", bound=Bound(1, high=4096)
     )
     n_complex: int = opt(
         64,

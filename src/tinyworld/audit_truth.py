@@ -80,10 +80,12 @@ def check_audit(audit: dict, world: Path) -> dict:
             if r["flagged"] and (f, t) not in truth
         ),  # fmt: skip
     }
-    if any(math.isfinite(r.get("rate_score", math.nan)) for r in cands):  # RATE was measured
+    # A NaN the audit computed is null once written (strict JSON): _num reads both as NaN.
+    if any(math.isfinite(_num(r.get("rate_score"))) for r in cands):  # RATE was measured
         out["auc"]["rate"] = auc([r["rate_score"] for r in cands], positive)
         out["rank_correlation_intervention_rate"] = _spearman(
-            np.array([r["excess"] for r in cands]), np.array([r["rate_excess"] for r in cands])
+            np.array([_num(r["excess"]) for r in cands]),
+            np.array([_num(r["rate_excess"]) for r in cands]),
         )
         # By kind: the tokens' effects are mostly real (every syllable moves the RM), the
         # pairs' mostly noise around 0, which a correlation over all candidates mixes.

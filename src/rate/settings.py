@@ -88,7 +88,7 @@ def project_dir() -> Path:
     return Path(os.path.expandvars(value)).expanduser().absolute()
 
 
-_hub_reason: list[str | None] = []  # the probe's answer, once per process
+_hub_reason: dict[str, str | None] = {}  # the probe's answer per endpoint, once per process
 
 
 def hub_unreachable(timeout: float = 3.0) -> str | None:
@@ -99,13 +99,14 @@ def hub_unreachable(timeout: float = 3.0) -> str | None:
     for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
         if os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on"):
             return f"{name}={os.environ[name]}"
-    if not _hub_reason:
-        _hub_reason.append(_probe_hub(timeout))
-    return _hub_reason[0]
+    url = os.environ.get("HF_ENDPOINT", "") or "https://huggingface.co"
+    if url not in _hub_reason:
+        _hub_reason[url] = _probe_hub(url, timeout)
+    return _hub_reason[url]
 
 
-def _probe_hub(timeout: float) -> str | None:
-    endpoint = urlsplit(os.environ.get("HF_ENDPOINT", "") or "https://huggingface.co")
+def _probe_hub(url: str, timeout: float) -> str | None:
+    endpoint = urlsplit(url)
     host = endpoint.hostname or "huggingface.co"
     port = endpoint.port or (80 if endpoint.scheme == "http" else 443)
     answer: list[str | None] = []

@@ -19,19 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from rate.errors import DataFileError
-from rate.fs import PathLike, fsync_dir, write_error
+from rate.fs import PathLike, file_digest, fsync_dir, write_error
 from rate.io import json_writer, read_json, write_temp
 
 SET_KEY = "file_set"
-
-
-def file_digest(path: PathLike) -> str:
-    """The SHA-256 of a file's bytes, hex."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def write_set(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import grp
+import hashlib
 import os
 import stat
 from pathlib import Path
@@ -123,6 +124,15 @@ def write_error(path: PathLike, err: OSError, verb: str = "write") -> WriteError
         f"cannot {verb} {path}: {err.strerror or err}; {hint}. Nothing half-written was left "
         "for a later stage to take"
     )
+
+
+def file_digest(path: PathLike) -> str:
+    """The SHA-256 of a file's bytes, hex."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def fsync_dir(directory: Path) -> None:

@@ -22,7 +22,7 @@ from safetensors.torch import load, save
 from transformers import AutoModel
 
 from rate.errors import TemplateError
-from rate.fs import ensure_dir
+from rate.fs import ensure_dir, file_digest
 from rate.hf_models import load_pretrained
 from rate.io import atomic_write_bytes, json_text
 from rate.packaged import drug_reviews, minilm_dir
@@ -39,14 +39,6 @@ HEAD_VERSION = 2  # bump when the fit or its inputs change, so old cached heads 
 def cache_dir() -> Path:
     """Where fitted heads are kept: $RATE_CACHE_DIR, else ~/.cache/rate."""
     return Path(os.environ.get("RATE_CACHE_DIR") or Path.home() / ".cache" / "rate")
-
-
-def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _labelled(split: str) -> tuple[list[str], list[int]]:
@@ -120,7 +112,7 @@ class MiniLMSentimentScorer(TokenBatchScorer):
             json.dumps(
                 {
                     "version": HEAD_VERSION,
-                    "encoder": _file_digest(self.folder / "model.safetensors"),
+                    "encoder": file_digest(self.folder / "model.safetensors"),
                     "train": hashlib.sha256("\0".join(train_texts).encode()).hexdigest(),
                     "labels": train_y,
                     "max_length": self.options.max_length,

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from rate.errors import ConfigError
-from rate.schema import Bound, from_dict, opt, parse_assignment, to_dict
+from rate.schema import SEED, Bound, from_dict, opt, parse_assignment, to_dict
 from rate.settings import checkout_root
 from rate.slurm_options import SlurmConfig
 from rate.store import is_name_part
@@ -55,7 +55,7 @@ class RewritesConfig:
     seed: int = opt(
         0,
         help="sampling, subsampling and the rewriter's randomness",
-        bound=Bound(0, high=2**32 - 1, why="numpy's seeds"),
+        bound=SEED,
     )
     batch_size: int = opt(512, help="texts per rewriter call", bound=Bound(1, high=10**6))
     dry_run: bool = opt(
@@ -182,7 +182,7 @@ class EffectsConfig:
     bootstrap_seed: int = opt(
         0,
         help="the seed of the bootstrap resamples",
-        bound=Bound(0, high=2**32 - 1, why="numpy's seeds"),
+        bound=SEED,
     )
     level: float = opt(
         0.95, help="the coverage of every interval", bound=Bound(0, strict=True, high=1, below=True)

@@ -22,6 +22,8 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager, suppress
 from typing import TypeVar
 
+from rate.cli_args import count
+
 R = TypeVar("R")
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -29,19 +31,9 @@ _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 def add_jobs_argument(parser: argparse.ArgumentParser, what: str) -> None:
     """``--jobs N``: how many of a command's ``what`` run at once."""
-
-    def positive(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = 0
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-        return value
-
     parser.add_argument(
         "--jobs",
-        type=positive,
+        type=count(1024, "processes"),
         help=f"{what} at once, each in its own process on one thread (default: one per CPU); "
         "the results are the same whatever the number",
     )

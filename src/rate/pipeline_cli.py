@@ -13,9 +13,11 @@ import textwrap
 from functools import partial
 from pathlib import Path
 
+from rate.cli_args import Number, count
 from rate.config import DEFAULT_CONFIG, STAGE_SECTIONS, Config, add_config_args
 from rate.errors import ConfigError
 from rate.io import json_text
+from rate.score.options import LOGIT
 from rate.settings import setup_logging
 from rate.store import Layout, new_log_path
 
@@ -104,7 +106,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             )
             p.add_argument(
                 "--label",
-                type=int,
+                type=Number(int, LOGIT),
                 metavar="N",
                 help="with --model: the logit that is the score (default 0)",
             )
@@ -134,7 +136,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     # them as a SLURM job array), then merge_scores writes the one scored file.
     p = sub.add_parser("merge_scores", help="merge the N shards of a sharded score_dataset")
     add_config_args(p)
-    p.add_argument("--shards", type=int, required=True, metavar="N", help="number of shards")
+    p.add_argument(
+        "--shards",
+        type=count(10_000, "shards"),
+        required=True,
+        metavar="N",
+        help="number of shards",
+    )
     p.add_argument("--array-job", help="the shards' SLURM array job id (named when one failed)")
     p.set_defaults(func=cmd_merge_scores)
 

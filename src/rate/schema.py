@@ -52,8 +52,14 @@ class Bound:
     def check(self, value: Any, key: str) -> None:
         """Raise a one-line ConfigError naming ``key``, the value and the range where
         ``value`` is outside it; None (an optional setting left out) passes."""
+        problem = self.problem(value)
+        if problem is not None:
+            raise ConfigError(f"{key} {problem}")
+
+    def problem(self, value: Any) -> str | None:
+        """What is wrong with ``value`` ("must be ..., got ..."), or None where it is in range."""
         if value is None:
-            return
+            return None
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         ok = (
             number
@@ -62,13 +68,17 @@ class Bound:
             and (self.high is None or (value < self.high if self.below else value <= self.high))
         )
         if ok:
-            return
+            return None
         notes = ["a finite number"] if isinstance(value, float) else []
         notes += [self.why] if self.why else []
         if number and self.cost is not None and self.high is not None and value > self.high:
             notes.append(self.cost(value))
         said = f" ({'; '.join(notes)})" if notes else ""  # an integer without a why: none
-        raise ConfigError(f"{key} must be {self.rule()}{said}, got {value!r}")
+        return f"must be {self.rule()}{said}, got {value!r}"
+
+
+# numpy's random generators take seeds in this range; every seed setting declares it.
+SEED = Bound(0, high=2**32 - 1, why="numpy's seeds")
 
 
 def opt(

@@ -8,14 +8,14 @@ import argparse
 import logging
 from pathlib import Path
 
-from rate.cli_args import add_out_argument
+from rate.cli_args import Setting, add_out_argument, count
 from rate.errors import RateError
 from rate.io import atomic_write_json, json_text, write_jsonl
 from rate.parallel import add_jobs_argument
 from rate.plugins import Commands
 from tinyworld.audit import cli as audit_cli
 from tinyworld.certify import cli as certify_cli
-from tinyworld.cli_args import add_world_argument
+from tinyworld.cli_args import PER_FAMILY, RL, SEED_FLAG, TRAIN, add_world_argument
 from tinyworld.studies import cli as study_cli
 from tinyworld.tilt import cli as tilt_cli
 
@@ -77,7 +77,7 @@ def add_demos(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--smoke", action="store_true", help="smoke-test sizes (60 examples)")
     p.add_argument("--runs", action="store_true", help="also print the world's RL runs table")
     p.add_argument(
-        "--per-family", type=int, default=500, help="prompts per family for the runs table"
+        "--per-family", type=PER_FAMILY, default=500, help="prompts per family for the runs table"
     )
     p.set_defaults(func=cmd_demo)
     a = sub.add_parser(
@@ -88,8 +88,12 @@ def add_demos(sub: argparse._SubParsersAction) -> None:
     add_world_argument(a, "default: PROJECT_DIR/tinyrlhf/world")
     a.add_argument("--small", action="store_true", help="the small world (for tests)")
     add_out_argument(a, "default: PROJECT_DIR/audit_demo (a rerun reuses it)")
-    a.add_argument("--steps", type=int, help="RL steps of the corrected run (default: 800)")
-    a.add_argument("--per-family", type=int, default=500, help="evaluation prompts per family")
+    a.add_argument(
+        "--steps", type=Setting(RL, "steps"), help="RL steps of the corrected run (default: 800)"
+    )
+    a.add_argument(
+        "--per-family", type=PER_FAMILY, default=500, help="evaluation prompts per family"
+    )
     a.set_defaults(func=cmd_audit_demo)
 
 
@@ -149,10 +153,10 @@ def add_world_commands(tiny: argparse._SubParsersAction) -> None:
         "--data", type=Path, required=True, help="JSONL rows with prompt fields and 'response'"
     )
     add_out_argument(s, required=True)
-    s.add_argument("--epochs", type=int, default=10)
-    s.add_argument("--lr", type=float, default=2e-3)
-    s.add_argument("--batch-size", type=int, default=256)
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--epochs", type=Setting(TRAIN, "epochs"), default=10)
+    s.add_argument("--lr", type=Setting(TRAIN, "lr"), default=2e-3)
+    s.add_argument("--batch-size", type=Setting(TRAIN, "batch_size"), default=256)
+    s.add_argument("--seed", type=SEED_FLAG, default=0)
     s.set_defaults(func=cmd_sft)
 
     m = tiny.add_parser("train-rm", help="train a reward model on labelled rows (MSE)")
@@ -160,19 +164,19 @@ def add_world_commands(tiny: argparse._SubParsersAction) -> None:
         "--data", type=Path, required=True, help="JSONL rows with 'response' and 'label'"
     )
     add_out_argument(m, required=True)
-    m.add_argument("--epochs", type=int, default=40)
-    m.add_argument("--lr", type=float, default=2e-3)
-    m.add_argument("--batch-size", type=int, default=128)
-    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--epochs", type=Setting(TRAIN, "epochs"), default=40)
+    m.add_argument("--lr", type=Setting(TRAIN, "lr"), default=2e-3)
+    m.add_argument("--batch-size", type=Setting(TRAIN, "batch_size"), default=128)
+    m.add_argument("--seed", type=SEED_FLAG, default=0)
     m.set_defaults(func=cmd_train_rm)
 
     n = tiny.add_parser("best-of-n", help="best-of-N responses for a prompt file")
     n.add_argument("--policy", type=Path, required=True)
     n.add_argument("--reward-model", type=Path, required=True)
     n.add_argument("--prompts", type=Path, required=True)
-    n.add_argument("--n", type=int, default=8)
-    n.add_argument("--temperature", type=float, default=1.0)
-    n.add_argument("--seed", type=int, default=0)
+    n.add_argument("--n", type=count(4096, "responses per prompt"), default=8)
+    n.add_argument("--temperature", type=Setting(RL, "temperature"), default=1.0)
+    n.add_argument("--seed", type=SEED_FLAG, default=0)
     add_out_argument(n, "JSONL with response and rm_score", required=True)
     n.set_defaults(func=cmd_best_of_n)
 
@@ -185,13 +189,17 @@ def add_world_commands(tiny: argparse._SubParsersAction) -> None:
     e = tiny.add_parser("evaluate", help="true quality beside proxy reward and KL, per family")
     e.add_argument("--policy", type=Path, required=True, help="a policy or checkpoint directory")
     add_world_argument(e, "default: found above --policy")
-    e.add_argument("--per-family", type=int, default=500, help="evaluation prompts per family")
+    e.add_argument(
+        "--per-family", type=PER_FAMILY, default=500, help="evaluation prompts per family"
+    )
     e.add_argument("--json", action="store_true", help="print JSON instead of a table")
     e.set_defaults(func=cmd_evaluate)
 
     st = tiny.add_parser("stats", help="a built world against the published one (uses the truth)")
     add_world_argument(st, required=True)
-    st.add_argument("--per-family", type=int, default=500, help="evaluation prompts per family")
+    st.add_argument(
+        "--per-family", type=PER_FAMILY, default=500, help="evaluation prompts per family"
+    )
     add_out_argument(st, "also write the full statistics as JSON here")
     st.set_defaults(func=cmd_stats)
 

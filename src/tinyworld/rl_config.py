@@ -25,7 +25,7 @@ from tinyworld.sampling import (
 from tinyworld.vocab import FAMILIES, FAMILY_ID, decode_responses
 
 # The weights are float32: a learning rate beyond float32's largest number cannot be applied.
-_FLOAT32 = Bound(0, strict=True, high=3.4e38, why="the weights are float32")
+LR = Bound(0, strict=True, high=3.4e38, why="the weights are float32")
 
 
 def _memory(batch_prompts: int) -> str:
@@ -54,7 +54,7 @@ class RLConfig:
         help="responses per prompt; the baseline is the mean of the prompt's group",
         bound=Bound(2, high=4096, why="the baseline is the mean of the prompt's other samples"),
     )
-    lr: float = opt(3e-4, help="Adam's learning rate", bound=_FLOAT32)
+    lr: float = opt(3e-4, help="Adam's learning rate", bound=LR)
     temperature: float = opt(
         1.0, help="sampling temperature", bound=Bound(0, strict=True, high=1000)
     )

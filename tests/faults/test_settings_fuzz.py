@@ -124,6 +124,9 @@ BASES: dict[str, dict] = {
     "HFClassifierOptions": {"model": "x", "label": 1},  # minus_label 0 differs from it
     "TinyWorldSource": {"policies": {"policy": 1.0}},
     "TokenSwapOptions": {"token": SYLLABLES[0], "counterpart": SYLLABLES[1]},
+    # The world config's sections (rate world build --config).
+    "Habit": {"family": "anvil", "pair": SYLLABLES[:2], "rate": 0.1},
+    "PairPremium": {"pair": SYLLABLES[:2], "bonus": 0.1},
 }
 
 
@@ -144,6 +147,7 @@ def test_the_schema_is_found_whole():
     names = {c.__name__ for c in CLASSES}
     assert {"EffectsConfig", "RewritesConfig", "ScoringConfig", "SlurmConfig"} <= names
     assert {"AuditSettings", "CertifySettings", "RLConfig"} <= names
+    assert {"WorldConfig", "TrainConfig", "LabelConfig", "PoolConfig", "Habit"} <= names
     parts = {"DrugReviewSource", "TyposOptions", "ScorerAboveOptions", "HFGenerateOptions"}
     parts |= {"OpenAIChatOptions", "OpenAIBatchOptions", "HFClassifierOptions", "VaderOptions"}
     parts |= {"MiniLMSentimentOptions", "TinyWorldSource", "TinyRewriterOptions"}
@@ -151,7 +155,7 @@ def test_the_schema_is_found_whole():
     assert not any(issubclass(c, LivePart) for c in CLASSES)
     # Every part's options class is some kind's: none is parsed outside the registries.
     assert _part_options() <= set(CLASSES), _part_options() - set(CLASSES)
-    assert len(KEYS) >= 79, len(KEYS)
+    assert len(KEYS) >= 95, len(KEYS)
 
 
 @pytest.mark.parametrize("cls", BASED, ids=[c.__name__ for c in BASED])

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 
+from rate.cli_args import add_poll_argument
 from rate.config import add_config_args
 from rate.slurm.jobs import wait_for
 from rate.slurm.resources import STAGE_COMMANDS, resources_for
@@ -21,12 +21,7 @@ def _common(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="follow the jobs to the end; exit 2 naming each failed job and its log",
     )
-    p.add_argument(
-        "--poll",
-        type=float,
-        default=float(os.environ.get("RATE_SLURM_POLL", "5")),
-        help="seconds between job-state checks with --wait (default 5, or RATE_SLURM_POLL)",
-    )
+    add_poll_argument(p, "seconds between job-state checks with --wait")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

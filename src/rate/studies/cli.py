@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from rate.cli_args import add_out_argument
+from rate.cli_args import Number, add_out_argument, count
+from rate.schema import SEED
 from rate.settings import project_dir
 
 
@@ -17,10 +18,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "semisynthetic-text",
         help="the paper's semi-synthetic length experiment on real drug reviews (offline)",
     )
-    t.add_argument("--n", type=int, help="examples per level; default: the most the pool allows")
-    t.add_argument("--repeats", type=int, default=1, help="draws per level, averaged")
-    t.add_argument("--pool", type=int, help="reviews drawn before dropping neutral ones; all")
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument(
+        "--n", type=count(10**7), help="examples per level; default: the most the pool allows"
+    )
+    t.add_argument("--repeats", type=count(10_000), default=1, help="draws per level, averaged")
+    t.add_argument(
+        "--pool", type=count(10**8), help="reviews drawn before dropping neutral ones; all"
+    )
+    t.add_argument("--seed", type=Number(int, SEED), default=0)
     add_out_argument(t, "default: PROJECT_DIR/plots/semisynthetic_text")
     t.set_defaults(func=cmd_semisynthetic_text)
 

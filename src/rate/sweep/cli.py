@@ -12,6 +12,7 @@ import logging
 import os
 from pathlib import Path
 
+from rate.cli_args import add_poll_argument
 from rate.settings import setup_logging
 
 log = logging.getLogger(__name__)
@@ -34,12 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--here", action="store_true", help="run here even when PARTITION is set")
     p.add_argument("--wait", action="store_true", help="with SLURM: follow the jobs to the end")
-    p.add_argument(
-        "--poll",
-        type=float,
-        default=float(os.environ.get("RATE_SLURM_POLL", "5")),
-        help="seconds between job-state checks with --wait",
-    )
+    add_poll_argument(p, "seconds between job-state checks with --wait")
     p.set_defaults(func=cmd_sweep)
 
 

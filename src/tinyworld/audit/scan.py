@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from rate.errors import ConfigError
-from rate.schema import Bound, opt
+from rate.schema import SEED, Bound, opt
 from rate.stats import benjamini_hochberg, holm
 from tinyworld.audit import effects as fx
 from tinyworld.audit.features import N_FEATURES, family_features
@@ -105,9 +105,7 @@ class AuditSettings:
         help="measure RATE through the world's rewriter beside the interventions (the portable "
         "diagnostic leaves it out unless set)",
     )
-    seed: int = opt(
-        0, help="the responses' and the rewriter's randomness", bound=Bound(0, high=2**32 - 1)
-    )
+    seed: int = opt(0, help="the responses' and the rewriter's randomness", bound=SEED)
     style_map: dict[str, str] = opt(
         help="the world's rewriter signature, for RATE (tinyworld.rewriter)",
         factory=lambda: {"ga": "ka", "je": "de", "fa": "ha"},

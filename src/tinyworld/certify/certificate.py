@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rate.schema import Bound, opt
+from rate.schema import SEED, Bound, opt
 from tinyworld.certify.estimators import (
     ESS_MIN,
     PLAN_MOST,
@@ -63,7 +63,7 @@ class CertifySettings:
         help="abstain below this support (see tinyworld.certify.estimators.abstains)",
         bound=Bound(0, high=10**6),
     )
-    seed: int = opt(0, help="the certification's randomness", bound=Bound(0, high=2**32 - 1))
+    seed: int = opt(0, help="the certification's randomness", bound=SEED)
     plan_per_family: int = opt(
         1000,
         help="where a family abstains, unlabelled samples per family of the reference and of "

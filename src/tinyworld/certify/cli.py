@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rate.cli_args import add_out_argument
+from rate.cli_args import Commas, Setting, add_out_argument, count
 from rate.errors import ConfigError
 from rate.io import json_text
 from rate.parallel import add_jobs_argument
-from tinyworld.cli_args import add_world_argument
+from tinyworld.cli_args import CERTIFY, RL, add_world_argument
 
 
 def named_paths(
@@ -47,12 +47,22 @@ def _settings_arguments(p: argparse.ArgumentParser) -> None:
         help="a reward wrapper (.py, e.g. from `rate world audit --write-wrapper`): its corrected "
         "reward is the doubly robust estimate's model; default: the RM's raw score",
     )
-    p.add_argument("--fresh", type=int, default=500, help="fresh samples of a policy per family")
-    p.add_argument("--replicates", type=int, default=2000, help="bootstrap replicates")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--fresh",
+        type=Setting(CERTIFY, "fresh_per_family"),
+        default=500,
+        help="fresh samples of a policy per family",
+    )
+    p.add_argument(
+        "--replicates",
+        type=Setting(CERTIFY, "replicates"),
+        default=2000,
+        help="bootstrap replicates",
+    )
+    p.add_argument("--seed", type=Setting(CERTIFY, "seed"), default=0)
     p.add_argument(
         "--plan-samples",
-        type=int,
+        type=Setting(CERTIFY, "plan_per_family"),
         default=1000,
         help="where a certificate abstains, unlabelled samples per family of each policy from "
         "which the gold set that would let it answer is sized (0: no plan); default 1000",
@@ -63,9 +73,6 @@ def _settings(args: argparse.Namespace):
     from rate.schema import from_dict
     from tinyworld.certify.certificate import CertifySettings
 
-    for name in ("fresh", "replicates"):
-        if getattr(args, name) < 2:
-            raise ConfigError(f"--{name} must be >= 2, got {getattr(args, name)}")
     if args.plan_samples != 0 and args.plan_samples < 100:
         raise ConfigError(f"--plan-samples must be 0 (no plan) or >= 100, got {args.plan_samples}")
     flags = {"fresh_per_family": "--fresh", "replicates": "--replicates", "seed": "--seed"}
@@ -130,9 +137,14 @@ def register(tiny: argparse._SubParsersAction) -> None:
         "--save-every 400 --out W/sweep",
     )
     add_world_argument(s, required=True)
-    s.add_argument("--kl", default="0.1,0.05,0.03", help="kl_coef values, comma-separated")
-    s.add_argument("--steps", type=int, default=1200)
-    s.add_argument("--save-every", type=int, default=300)
+    s.add_argument(
+        "--kl",
+        type=Commas(Setting(RL, "kl_coef")),
+        default="0.1,0.05,0.03",
+        help="kl_coef values, comma-separated",
+    )
+    s.add_argument("--steps", type=Setting(RL, "steps"), default=1200)
+    s.add_argument("--save-every", type=Setting(RL, "save_every"), default=300)
     add_out_argument(s, required=True)
     s.add_argument(
         "--selection",
@@ -142,7 +154,7 @@ def register(tiny: argparse._SubParsersAction) -> None:
     )
     s.add_argument(
         "--refine",
-        type=int,
+        type=count(100, "more runs", low=0),
         default=0,
         help="up to N more runs, each at the geometric midpoint between the kl_coef of the "
         "current choice and the next smaller one tried (toward the edge of what the gold set "
@@ -224,18 +236,8 @@ def cmd_assess(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from tinyworld.certify.recipes import markdown, recipe_sweep
 
-    try:
-        kls = [float(v) for v in args.kl.split(",") if v.strip()]
-    except ValueError as err:
-        raise ConfigError(f"--kl: expected numbers separated by commas, got {args.kl!r}") from err
-    if not kls or any(k < 0 for k in kls):
-        raise ConfigError(f"--kl: give kl_coef values >= 0, got {args.kl!r}")
-    if args.steps < 1 or args.save_every < 0:
-        raise ConfigError("--steps must be >= 1 and --save-every >= 0")
-    if args.refine < 0:
-        raise ConfigError(f"--refine: give a number of runs >= 0, got {args.refine}")
     result = recipe_sweep(
-        args.world, args.out, kls, args.steps, args.save_every, args.wrapper,
+        args.world, args.out, args.kl, args.steps, args.save_every, args.wrapper,
         args.seed, _settings(args), args.selection, args.jobs, args.refine, args.gold,
     )  # fmt: skip
     print(markdown(result), end="")  # written with sweep.json as OUT/sweep.md

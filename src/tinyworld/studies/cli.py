@@ -8,11 +8,19 @@ import logging
 import math
 from pathlib import Path
 
-from rate.cli_args import add_out_argument
+from rate.cli_args import Commas, Setting, add_out_argument, count
 from rate.io import json_text
 from rate.parallel import add_jobs_argument
 from rate.settings import project_dir
-from tinyworld.cli_args import add_world_argument
+from tinyworld.cli_args import (
+    BETA,
+    BOOTSTRAP,
+    PER_FAMILY,
+    RL,
+    SAMPLES,
+    SEED_FLAG,
+    add_world_argument,
+)
 
 log = logging.getLogger(__name__)
 
@@ -24,17 +32,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     c = study.add_parser("coverage", help="interval coverage over many samples")
     c.add_argument("--template", default="tinyrlhf_dune_pa", help="a tiny-world dataset template")
     c.add_argument("--scorers", default="tinyrlhf_rm,tinyrlhf_oracle")
-    c.add_argument("--pool", type=int, default=100_000, help="examples in the population pool")
-    c.add_argument("--n", type=int, default=2000, help="examples per sample (the demo's size)")
-    c.add_argument("--seeds", type=int, default=200)
-    c.add_argument("--bootstrap", type=int, default=0, help="bootstrap resamples per sample")
-    c.add_argument("--seed", type=int, default=0)
+    c.add_argument(
+        "--pool",
+        type=count(10**7, "examples"),
+        default=100_000,
+        help="examples in the population pool",
+    )
+    c.add_argument(
+        "--n",
+        type=count(10**7, "examples"),
+        default=2000,
+        help="examples per sample (the demo's size)",
+    )
+    c.add_argument("--seeds", type=count(100_000, "samples"), default=200)
+    c.add_argument("--bootstrap", type=BOOTSTRAP, default=0, help="bootstrap resamples per sample")
+    c.add_argument("--seed", type=SEED_FLAG, default=0)
     c.set_defaults(func=cmd_coverage)
 
     s = study.add_parser("synthetic", help="the paper's two semi-synthetic sweeps")
-    s.add_argument("--pool", type=int, default=40_000)
-    s.add_argument("--n", type=int, default=2000)
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--pool", type=count(10**7, "examples"), default=40_000)
+    s.add_argument("--n", type=count(10**7, "examples"), default=2000)
+    s.add_argument("--seed", type=SEED_FLAG, default=0)
     s.set_defaults(func=cmd_synthetic)
 
     a = study.add_parser(
@@ -61,11 +79,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_world_argument(r, required=True)
     add_out_argument(r, "folder of the runs (a rerun resumes)", required=True)
-    r.add_argument("--seeds", default="0,1,2", help="RL seeds, comma-separated")
+    r.add_argument(
+        "--seeds", type=Commas(SEED_FLAG), default="0,1,2", help="RL seeds, comma-separated"
+    )
     r.add_argument("--recipes", default="R1,R2", help="R1 (kl 0.1, 800 steps), R2 (0.05, 1,200)")
     r.add_argument("--corrections", default="none,ridge,ours,oracle")
-    r.add_argument("--steps", type=int, help="override every recipe's steps (CI-sized runs)")
-    r.add_argument("--per-family", type=int, default=500, help="evaluation prompts per family")
+    r.add_argument(
+        "--steps", type=Setting(RL, "steps"), help="override every recipe's steps (CI-sized runs)"
+    )
+    r.add_argument(
+        "--per-family", type=PER_FAMILY, default=500, help="evaluation prompts per family"
+    )
     add_jobs_argument(r, "RL runs trained and evaluated")
     r.set_defaults(func=cmd_release_study)
 
@@ -76,10 +100,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_world_argument(v, required=True)
     v.add_argument("--policy", action="append", required=True, metavar="NAME=DIR")
     v.add_argument("--wrapper", type=Path, help="the reward wrapper the certification uses")
-    v.add_argument("--sets", type=int, default=200, help="fresh gold sets")
-    v.add_argument("--truth-per-family", type=int, default=4000)
+    v.add_argument("--sets", type=count(100_000, "gold sets"), default=200, help="fresh gold sets")
+    v.add_argument("--truth-per-family", type=PER_FAMILY, default=4000)
     v.add_argument(
-        "--gold-per-family", type=int, default=100, help="rows per family of each gold set"
+        "--gold-per-family", type=PER_FAMILY, default=100, help="rows per family of each gold set"
     )
     add_out_argument(v, required=True)
     v.set_defaults(func=cmd_certify_coverage)
@@ -92,9 +116,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "study gold --world W --per-family 600 --out gold600.jsonl",
     )
     add_world_argument(g, required=True)
-    g.add_argument("--per-family", type=int, required=True, help="rows per family")
+    g.add_argument("--per-family", type=PER_FAMILY, required=True, help="rows per family")
     g.add_argument(
-        "--seed", type=int, default=30_000, help="default 30000 (the coverage study's sets: 20000+)"
+        "--seed",
+        type=SEED_FLAG,
+        default=30_000,
+        help="default 30000 (the coverage study's sets: 20000+)",
     )
     add_out_argument(g, "the .jsonl to write (must not exist)", required=True)
     g.set_defaults(func=cmd_gold)
@@ -104,7 +131,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_world_argument(x, required=True)
     x.add_argument("--assessment", type=Path, required=True, help="its folder (assessment.json)")
-    x.add_argument("--per-family", type=int, default=500, help="evaluation prompts per family")
+    x.add_argument(
+        "--per-family", type=PER_FAMILY, default=500, help="evaluation prompts per family"
+    )
     x.set_defaults(func=cmd_assess_truth)
 
     w = study.add_parser(
@@ -112,17 +141,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_world_argument(w, required=True)
     w.add_argument("--sweep", type=Path, required=True, help="the sweep's folder (sweep.json)")
-    w.add_argument("--per-family", type=int, default=500, help="evaluation prompts per family")
+    w.add_argument(
+        "--per-family", type=PER_FAMILY, default=500, help="evaluation prompts per family"
+    )
     w.set_defaults(func=cmd_sweep_truth)
 
     ti = study.add_parser("tilt", help="the tilt forecast's signs against the oracle's pi_beta")
     add_world_argument(ti, required=True)
     ti.add_argument("--wrapper", type=Path, help="a reward wrapper .py: also the corrected reward")
-    ti.add_argument("--beta", type=float, nargs="+", default=[0.1, 0.05])
-    ti.add_argument("--max-n", type=int, default=200_000, help="oracle samples per family, at most")
-    ti.add_argument("--tail-samples", type=int, default=10_000, help="forecast's tail samples")
+    ti.add_argument("--beta", type=BETA, nargs="+", default=[0.1, 0.05])
     ti.add_argument(
-        "--model-samples", type=int, default=10_000, help="model forecast's samples per rung"
+        "--max-n",
+        type=count(10**8, "samples per family"),
+        default=200_000,
+        help="oracle samples per family, at most",
+    )
+    ti.add_argument(
+        "--tail-samples",
+        type=count(10**7, "samples per family"),
+        default=10_000,
+        help="forecast's tail samples",
+    )
+    ti.add_argument(
+        "--model-samples", type=SAMPLES, default=10_000, help="model forecast's samples per rung"
     )
     add_out_argument(ti, default=Path("experiments/tilt"))
     ti.add_argument(
@@ -140,12 +181,24 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the highest true quality a policy can reach while gold labels can still certify it",
     )
     add_world_argument(fr, required=True)
-    fr.add_argument("--prompts", type=int, default=128, help="fresh prompts per family")
-    fr.add_argument("--per-prompt", type=int, default=4096, help="reference samples per prompt")
     fr.add_argument(
-        "--gold-per-family", type=int, help="gold rows per family (default: the world's gold set)"
+        "--prompts",
+        type=count(10**6, "prompts per family"),
+        default=128,
+        help="fresh prompts per family",
     )
-    fr.add_argument("--bootstrap", type=int, default=200, help="resamples of the prompts")
+    fr.add_argument(
+        "--per-prompt",
+        type=count(10**6, "samples per prompt"),
+        default=4096,
+        help="reference samples per prompt",
+    )
+    fr.add_argument(
+        "--gold-per-family",
+        type=PER_FAMILY,
+        help="gold rows per family (default: the world's gold set)",
+    )
+    fr.add_argument("--bootstrap", type=BOOTSTRAP, default=200, help="resamples of the prompts")
     fr.add_argument(
         "--policy",
         action="append",
@@ -153,7 +206,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="NAME=DIR",
         help="a policy to set beside the best true quality at its own KL; repeat for more",
     )
-    fr.add_argument("--per-family", type=int, default=500, help="a policy's evaluation prompts")
+    fr.add_argument(
+        "--per-family", type=PER_FAMILY, default=500, help="a policy's evaluation prompts"
+    )
     add_out_argument(fr, "folder for frontier.{json,md}", required=True)
     fr.set_defaults(func=cmd_frontier)
 
@@ -253,16 +308,10 @@ def cmd_release_study(args: argparse.Namespace) -> int:
     if args.steps:
         for recipe in recipes.values():
             recipe["steps"] = args.steps
-    try:
-        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    except ValueError as err:
-        raise ConfigError(
-            f"--seeds: expected integers separated by commas, got {args.seeds!r}"
-        ) from err
     study = run_release_study(
         args.world,
         args.out,
-        seeds,
+        args.seeds,
         recipes,
         tuple(names(args.corrections, CORRECTIONS, "corrections")),
         args.per_family,

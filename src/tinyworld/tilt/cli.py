@@ -6,23 +6,28 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rate.cli_args import add_out_argument
-from tinyworld.cli_args import add_world_argument
+from rate.cli_args import add_out_argument, count
+from tinyworld.cli_args import BETA, SAMPLES, SEED_FLAG, add_world_argument
 
 
 def register(tiny: argparse._SubParsersAction) -> None:
     t = tiny.add_parser("tilt", help="reward tails and a forecast of pi_beta's quality from gold")
     add_world_argument(t, required=True)
     t.add_argument("--wrapper", type=Path, help="a reward wrapper .py: also the corrected reward")
-    t.add_argument("--beta", type=float, nargs="+", default=[0.1, 0.05], help="KL coefficients")
-    t.add_argument("--tail-samples", type=int, default=10_000, help="reference samples/family")
+    t.add_argument("--beta", type=BETA, nargs="+", default=[0.1, 0.05], help="KL coefficients")
+    t.add_argument(
+        "--tail-samples",
+        type=count(10**7, "samples per family"),
+        default=10_000,
+        help="reference samples/family",
+    )
     t.add_argument(
         "--model-samples",
-        type=int,
+        type=SAMPLES,
         default=10_000,
         help="with --wrapper: guided samples of pi_beta per rung for the model forecast (0: none)",
     )
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--seed", type=SEED_FLAG, default=0)
     add_out_argument(t, "folder for tilt.json, .md, Q-Q pngs", required=True)
     t.set_defaults(func=cmd_tilt)
 

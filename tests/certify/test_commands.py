@@ -683,7 +683,10 @@ def test_a_negative_refine_is_a_one_line_error(small_world, tmp_path):
         tmp_path,
         check=False,
     )  # fmt: skip
-    assert out.returncode != 0 and "argument --refine: must be >= 0 and <= 100 (more runs), got -1" in out.stderr
+    assert (
+        out.returncode != 0
+        and "argument --refine: must be >= 0 and <= 100 (more runs), got -1" in out.stderr
+    )
     assert "Traceback" not in out.stderr and not (tmp_path / "sweep").exists()
 
 

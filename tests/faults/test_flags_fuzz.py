@@ -36,7 +36,9 @@ def _walk(parser: argparse.ArgumentParser, path: tuple[str, ...], seen: set[int]
 
 ACTIONS = list(_walk(build_parser()[0], (), set()))
 NUMERIC = [
-    (path, a) for path, a in ACTIONS if isinstance(a.type, (Number, Commas)) or a.type in (int, float)
+    (path, a)
+    for path, a in ACTIONS
+    if isinstance(a.type, (Number, Commas)) or a.type in (int, float)
 ]
 IDS = [f"{' '.join(path)} {a.option_strings[-1]}" for path, a in NUMERIC]
 

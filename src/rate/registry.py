@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rate.errors import ConfigError, TemplateError
@@ -43,6 +44,14 @@ class Part:
         """A source's: the metadata fields each of its examples carries (None: not known
         before the data is read)."""
         return None
+
+
+def local_folder_inputs(name: str, value: str) -> dict[str, str]:
+    """``{name: folder}`` where ``value`` names a local folder (a model's weights: what the
+    part reads, digested by content for reuse), else none (a hub id: its revision is pinned
+    by the user, not read here)."""
+    folder = Path(value).expanduser()
+    return {name: str(folder.resolve())} if value and folder.is_dir() else {}
 
 
 class LivePart:

@@ -17,7 +17,7 @@ from pathlib import Path
 from rate.errors import BusyError
 from rate.fs import ensure_dir
 from rate.io import atomic_write_json, read_json
-from rate.provenance import check_made_from, folder_lock
+from rate.provenance import check_made_from, folder_lock, made_from
 from rate.settings import project_dir
 from tinyworld.audit.run import load_inputs, run_audit
 from tinyworld.audit.scan import AuditSettings
@@ -51,8 +51,8 @@ def run_audit_demo(
     with folder_lock(out, busy, name=".demo.lock"):
         # The audit and the corrected run are reused by name: never those of another build
         # of the world or another number of steps.
-        made_from = {"world_build": build_digest(world), "steps": steps}
-        check_made_from(out, made_from, "an audit demo's audit and corrected run")
+        record = made_from(world_build=build_digest(world), steps=steps)
+        check_made_from(out, record, "an audit demo's audit and corrected run")
         return _tell(world, out, steps, per_family)
 
 

@@ -19,11 +19,11 @@ from pathlib import Path
 import torch
 
 from rate import __version__
-from rate.errors import BusyError
-from rate.io import atomic_directory, atomic_write_json, atomic_write_text, write_jsonl
+from rate.errors import BusyError, ConfigError
+from rate.io import atomic_directory, atomic_write_json, atomic_write_text, read_json, write_jsonl
 from rate.parallel import default_jobs, run_jobs
 from rate.progress import steps
-from rate.provenance import folder_lock
+from rate.provenance import content_digest, folder_lock
 from rate.schema import to_dict
 from tinyworld import labels
 from tinyworld.data import LabelledSet, PromptPool, labelled_rows, pool_from_records
@@ -197,6 +197,7 @@ def build_world(
         timings["total_s"] = time.perf_counter() - t_all
         info = {
             "rate_version": __version__,
+            "config_digest": config_digest(config),
             "seed": config.seed,
             "timings": {k: round(v, 2) for k, v in timings.items()},
             "torch_threads": torch.get_num_threads(),
@@ -251,17 +252,32 @@ def build_lock(world: Path, wait: bool = False):
     return folder_lock(Path(world).parent, busy, name=f".{Path(world).name}.build.lock", wait=wait)
 
 
+def config_digest(config: WorldConfig) -> str:
+    """What a world is built from (its build record keeps it): a digest of its config."""
+    return content_digest(to_dict(config))
+
+
 def ensure_world(world: Path, small: bool = False, config: WorldConfig | None = None) -> Path:
     """The world at ``world``: reused if it is built, else built from ``config`` (default: the
     packaged default config, or its small variant). Two runs asking at once build it once:
-    the second waits for the first's build and reuses it."""
+    the second waits for the first's build and reuses it. A world built from another config
+    than the ``config`` given is refused, never reused (a world the user names, with no
+    config asked for, is theirs to choose)."""
     world = Path(world)
-    if not (world / "world_info.json").is_file():
+    info = world / "world_info.json"
+    if not info.is_file():
         with build_lock(world, wait=True):
-            if not (world / "world_info.json").is_file():  # not built while this one waited
+            if not info.is_file():  # not built while this one waited
                 log.info("building the tiny RLHF world at %s (minutes on 2 cores)", world)
                 build_world(config or load_world_config(small=small), world)
                 return world
+    built_from = read_json(info).get("config_digest")
+    if config is not None and built_from not in (None, config_digest(config)):
+        raise ConfigError(
+            f"{world}: this world was built from another world config than the one asked for "
+            "(its world_info.json says which digest); remove the folder to rebuild it, or "
+            "choose another folder"
+        )
     log.info("reusing the world at %s", world)
     return world
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import rate.code_digest
 from rate.errors import ConfigError
 from rate.io import read_json
 from rate.stats import benjamini_hochberg, holm
@@ -379,14 +380,23 @@ def test_a_step_is_redone_when_its_template_or_its_world_changes_in_place(tmp_pa
     )
     out = tmp_path / "made.json"
     out.write_text("{}")
-    for step in (rewrite, score):  # both done, as a finished run leaves them
+    for step in state.steps.values():  # all done, as a finished run leaves them
         path = state.marker_path(step)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({
             "step": step.id, "inputs": state.inputs(step), "outputs": [str(out)],
             "config": state.fingerprint(step), "made_from": state.made_from(step),
         }))  # fmt: skip
-    assert state.why_not_done(rewrite) is None and state.why_not_done(score) is None
+    assert all(state.why_not_done(step) is None for step in state.steps.values())
+
+    # An edit of rate's code redoes the steps that cost only time (effects, the report), never
+    # a rewrite (paid) or a scoring (GPU hours).
+    with monkeypatch.context() as m:
+        m.setattr(rate.code_digest, "code_digest", lambda *modules: "edited")
+        redo = {s.kind: state.why_not_done(s) for s in state.steps.values()}
+    assert redo["effects"] == "what it is made from changed: code"
+    assert redo["report"] is not None  # of the effects to be redone (and its own code)
+    assert redo["rewrite"] is None and redo["score"] is None
 
     (world / "reward_model" / "rm.safetensors").write_bytes(b"a rebuild")  # rebuilt in place
     assert state.why_not_done(score) == "what it is made from changed: scorer.world"

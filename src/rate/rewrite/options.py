@@ -14,7 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from rate.datasets.options import TEXT_MEASURES
 from rate.errors import ConfigError
-from rate.registry import Part
+from rate.registry import Part, local_folder_inputs
 from rate.schema import Bound, check_fields, opt
 from rate.score.options import DTYPES
 from rate.settings import project_dir, register_secret_names, url_credentials
@@ -115,6 +115,9 @@ class HFGenerateOptions(Part):
             raise ConfigError(
                 f"{where}: key 'rewriter.device' must be auto, cpu, mps, cuda or cuda:N"
             )
+
+    def inputs(self) -> dict[str, str]:
+        return local_folder_inputs("model", self.model)
 
 
 @dataclass

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rate.errors import ConfigError
-from rate.registry import Part
+from rate.registry import Part, local_folder_inputs
 from rate.schema import Bound, opt
 
 # Model dtypes a template may name (auto: bfloat16 on a GPU, float32 on the CPU).
@@ -38,6 +38,10 @@ class HFClassifierOptions(Part):
     dtype: str = opt("auto", help="auto: bfloat16 on GPU, float32 on CPU", choices=DTYPES)
     device: str = "auto"  # auto: cuda if available, else cpu
     trust_remote_code: bool = False
+
+    def inputs(self) -> dict[str, str]:
+        return local_folder_inputs("model", self.model)
+
     # Which output of the model holds the scores: 'logits' for sequence classifiers, 'score'
     # for ArmoRM's custom code; ``label`` picks the column.
     output: str = "logits"
@@ -73,6 +77,9 @@ class MiniLMSentimentOptions(Part):
         bound=Bound(0, strict=True, high=1000),
     )
     device: str = "auto"
+
+    def inputs(self) -> dict[str, str]:
+        return local_folder_inputs("encoder", self.encoder)
 
 
 FIELDS = ("compound", "pos", "neu", "neg")

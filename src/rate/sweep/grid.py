@@ -36,7 +36,7 @@ from rate.catalog import (
 from rate.config import Config, apply_override, read_yaml
 from rate.errors import ConfigError, TemplateError
 from rate.io import json_text
-from rate.provenance import content_digest
+from rate.provenance import MadeFrom, made_from
 from rate.schema import from_dict, opt, to_dict
 from rate.settings import checkout_root
 from rate.store import is_name_part
@@ -297,15 +297,24 @@ def _template_files(config: Config, kind: str) -> list[str]:
     return []
 
 
-def made_from(config: Config, kind: str) -> dict[str, str]:
-    """What a step of ``kind`` is made from besides its upstream files, by content: its
-    templates' files and each input its parts read (a world folder), as digests; a step is
-    redone when one of them differs, and the log names it."""
-    record = {"templates": content_digest(paths=_template_files(config, kind))}
-    for part, inputs in template_inputs(config, kind).items():
-        for key, path in sorted(inputs.items()):
-            record[f"{part}.{key}"] = content_digest(paths=[path])
-    return record
+# The code whose every edit redoes a step of this kind: the steps that cost nothing but time
+# here. A rewrite (paid) or a scoring (hours of GPU) is redone for its inputs, never because
+# rate itself was edited or upgraded.
+STEP_CODE = {"effects": "rate.effects.stage", "report": "rate.sweep.report"}
+
+
+def step_made_from(config: Config, kind: str) -> MadeFrom:
+    """What a step of ``kind`` is made from besides its config and upstream files
+    (:func:`rate.provenance.made_from`): its templates' files and each input its parts read
+    (a world folder, a model folder), and for the cheap steps the code; a step is redone
+    when one of them differs, and the log names it."""
+    inputs = {
+        f"{part}.{key}": Path(path)
+        for part, paths in template_inputs(config, kind).items()
+        for key, path in sorted(paths.items())
+    }
+    files = [Path(f) for f in _template_files(config, kind)]
+    return made_from(code=STEP_CODE.get(kind), templates=files or None, **inputs)
 
 
 def fingerprint(config: Config, kind: str) -> str:

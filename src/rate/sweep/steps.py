@@ -25,8 +25,9 @@ from rate.errors import DataFileError, RateError
 from rate.fs import write_error
 from rate.io import atomic_write_json, read_json
 from rate.pipeline import create_dataset, score_dataset, treatment_effects
+from rate.provenance import MadeFrom, changed, made_from
 from rate.store import SMOKE_SUFFIX, Layout
-from rate.sweep.grid import Cell, Sweep, fingerprint, made_from
+from rate.sweep.grid import STEP_CODE, Cell, Sweep, fingerprint, step_made_from
 from rate.sweep.report import write_report
 
 log = logging.getLogger(__name__)
@@ -143,9 +144,12 @@ class State:
     def fingerprint(self, step: Step) -> str:
         return "" if step.kind == "report" else fingerprint(self._config(step), step.kind)
 
-    def made_from(self, step: Step) -> dict[str, str]:
-        """What ``step`` is made from besides its config and upstream files (:func:`made_from`)."""
-        return {} if step.kind == "report" else made_from(self._config(step), step.kind)
+    def made_from(self, step: Step) -> MadeFrom:
+        """What ``step`` is made from besides its config and upstream files
+        (:func:`step_made_from`)."""
+        if step.kind == "report":
+            return made_from(code=STEP_CODE["report"])
+        return step_made_from(self._config(step), step.kind)
 
     def why_not_done(self, step: Step) -> str | None:
         """None when ``step`` is done; else why it is to be run."""
@@ -163,8 +167,7 @@ class State:
         if before != now:
             if not isinstance(before, dict):
                 return "its marker does not say what it was made from (an older rate wrote it)"
-            changed = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
-            return f"what it is made from changed: {', '.join(changed)}"
+            return f"what it is made from changed: {', '.join(changed(before, now))}"
         return None
 
     def run(self, step: Step) -> list[str]:

@@ -23,11 +23,10 @@ from pathlib import Path
 
 import torch
 
-from rate.code_digest import code_digest
 from rate.errors import BusyError, ConfigError, RateError
 from rate.filesets import write_set
 from rate.io import json_safe, read_json
-from rate.provenance import content_digest, folder_lock, keep, read_kept
+from rate.provenance import MadeFrom, folder_lock, keep, made_from, read_kept
 from tinyworld.certify.certificate import CertifySettings
 from tinyworld.certify.certify import Certifier, certifier_digest, load_gold
 from tinyworld.data import pool_from_records
@@ -180,25 +179,25 @@ def unfinished_runs(world: Path) -> list[str]:
     )
 
 
-def assessment_key(
+def assessment_made_from(
     name: str,
     policy_dir: Path,
     certifier_key: str,
     settings: CertifySettings,
     features: dict[str, list[str]],
-) -> str:
-    """A digest of everything one run's assessment reads: the policy, the certifier's inputs
+) -> MadeFrom:
+    """What one run's assessment is made from: the policy, the certifier's inputs
     (``certifier_key``: :func:`certifier_digest`), the run's config and dev figures, the
     settings, the audit's flags and the code that assesses."""
     run = Path(policy_dir).parent
-    return content_digest(
-        code_digest(__name__),
-        name,
-        str(policy_dir),
-        certifier_key,
-        dataclasses.asdict(settings),
-        features,
-        paths=[policy_dir, run / "run_config.json", run / "dev_eval.json"],
+    return made_from(
+        code=__name__,
+        settings=dataclasses.asdict(settings),
+        run=[name, str(policy_dir)],
+        policy=Path(policy_dir),
+        run_record=[run / "run_config.json", run / "dev_eval.json"],
+        certifier=certifier_key,
+        audit_flags=features,
     )
 
 
@@ -268,8 +267,8 @@ def _assess(
     rows = []
     for name, path in chosen.items():
         kept = journal / f"{name}.json" if journal else None
-        key = assessment_key(name, path, certifier_key, settings, features) if kept else ""
-        row = read_kept(kept, key) if kept else None
+        made = assessment_made_from(name, path, certifier_key, settings, features) if kept else {}
+        row = read_kept(kept, made) if kept else None
         if row is not None:
             log.info("assess: %s, kept from %s", name, kept)
         else:
@@ -280,7 +279,7 @@ def _assess(
             log.info("assess: %s", name)
             row = assess_policy(certifier, name, path, features, reference_use, settings)
             if kept:
-                keep(kept, key, row)
+                keep(kept, made, row)
         rows.append(row)
     return {
         "world": str(world),

@@ -22,13 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
-from rate.code_digest import code_digest
 from rate.errors import BusyError, ConfigError
 from rate.filesets import write_set
 from rate.io import json_safe, read_json
 from rate.parallel import run_jobs
 from rate.progress import progress
-from rate.provenance import check_made_from, content_digest, folder_lock, keep, read_kept
+from rate.provenance import check_made_from, folder_lock, keep, made_from, read_kept
 from tinyworld.certify.certificate import CertifySettings
 from tinyworld.certify.certify import Certifier, certifier_digest, load_gold
 from tinyworld.certify.estimators import abstains, ess
@@ -189,13 +188,13 @@ def recipe_sweep(
     with folder_lock(out, busy):
         # The runs are reused by name: never those trained from another build of the world,
         # another wrapper or another seed.
-        made_from = {
-            "world_build": build_digest(world),
-            "wrapper": content_digest(paths=[wrapper]),
-            "seed": seed,
-            "save_every": save_every,
-        }
-        check_made_from(out, made_from, "a sweep's runs")
+        runs_made_from = made_from(
+            world_build=build_digest(world),
+            wrapper=wrapper if wrapper is None else Path(wrapper),
+            seed=seed,
+            save_every=save_every,
+        )
+        check_made_from(out, runs_made_from, "a sweep's runs")
         settings = settings or CertifySettings()
         # One certifier for every screen and the final certificate: the gold set's own passes
         # (the reference's log-probabilities, the corrected reward) run once, not per checkpoint.
@@ -217,15 +216,15 @@ def recipe_sweep(
         def kept_or(
             kind: str, kl: float, step: int, path: Path, compute: Callable[[], dict]
         ) -> dict:
-            key = content_digest(
-                code_digest(__name__), kind, selection, seed, certifier_key,
-                dataclasses.asdict(settings), paths=[path],
+            made = made_from(
+                code=__name__, settings=dataclasses.asdict(settings), checkpoint=path,
+                screen=[kind, selection, seed], certifier=certifier_key,
             )  # fmt: skip
             where = out / SCREENED / f"{kind}-{run_name(kl, steps)}-{step}.json"
-            value = read_kept(where, key)
+            value = read_kept(where, made)
             if value is None:
                 value = compute()
-                keep(where, key, value)
+                keep(where, made, value)
             return value
 
         def screened(path: Path) -> dict:

@@ -18,7 +18,7 @@ from rate.errors import BusyError
 from rate.fs import ensure_dir
 from rate.io import atomic_write_json, read_json
 from rate.parallel import run_jobs
-from rate.provenance import check_made_from, content_digest, folder_lock
+from rate.provenance import check_made_from, folder_lock, made_from
 from tinyworld.audit.run import load_inputs, run_audit
 from tinyworld.audit.scan import AuditSettings
 from tinyworld.audit.wrapper import corrections, tokens_without_positions, write_corrections
@@ -126,13 +126,13 @@ def run_release_study(
     ):
         # The runs and their evaluations are reused by name: never those of another build of
         # the world (or of its truth) or evaluated on another number of prompts.
-        made_from = {
-            "world_build": build_digest(world),
-            "truth": content_digest(paths=[world / TRUTH_FILE]),
-            "recipes": recipes,
-            "per_family": per_family,
-        }
-        check_made_from(out, made_from, "a release study's runs")
+        record = made_from(
+            world_build=build_digest(world),
+            truth=world / TRUTH_FILE,
+            recipes=recipes,
+            per_family=per_family,
+        )
+        check_made_from(out, record, "a release study's runs")
         wrappers = write_wrappers(world, out)
         oracle, _ = load_oracle(world)
         ref_path = out / "reference_eval.json"

@@ -49,10 +49,6 @@ class RuleConfig:
             raise ConfigError(
                 f"{where}: rule.never_correct leaves fewer than correct_per_position syllables"
             )
-        if not 1 <= self.attr_groups <= 8:
-            raise ConfigError(f"{where}: rule.attr_groups must be in 1..8")
-        if not 1 <= self.correct_per_position < N_SYLLABLES:
-            raise ConfigError(f"{where}: rule.correct_per_position must be in 1..{N_SYLLABLES - 1}")
 
 
 @dataclass

@@ -341,7 +341,7 @@ def test_a_rerun_of_an_assessment_certifies_only_the_runs_whose_inputs_changed(
 
     # Other code (an edit to the certificate's estimators, say) never reuses a kept row.
     certified.clear()
-    monkeypatch.setattr("tinyworld.certify.assess.code_digest", lambda name: "other code")
+    monkeypatch.setattr("rate.code_digest.code_digest", lambda *names: "other code")
     assess_world(world, audit, None, settings=settings, gold=gold, out=out)
     assert sorted(certified) == ["kl002-s1500", "kl05-s800"]
 
@@ -500,7 +500,7 @@ def test_a_rerun_of_a_sweep_screens_only_what_is_new(small_world, tmp_path, monk
     assert calls == [("screen", "step_000003")] and "not valid JSON" in caplog.text
     assert (out / "sweep.json").read_text() == written  # and computed anew, the same
     with monkeypatch.context() as m:  # other code: every screen and the certificate anew
-        m.setattr(recipes, "code_digest", lambda name: "other code")
+        m.setattr("rate.code_digest.code_digest", lambda *names: "other code")
         sweep([0.1])
     assert sorted(calls) == [("certify", "checkpoint"), ("screen", "kl0.1-s6"),
                              ("screen", "step_000003")]  # fmt: skip

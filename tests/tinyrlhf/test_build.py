@@ -174,7 +174,7 @@ def test_existing_world_is_kept_unless_overwrite(small_world):
         ({"labels": {"token_bonus": {"dunes": {"pa": 1.0}}}}, "unknown family 'dunes'"),
         ({"labels": {"token_bonus": {"dune": {"px": 1.0}}}}, "unknown syllable 'px'"),
         ({"labels": {"crowd_noise": "high"}}, "key 'labels.crowd_noise': expected a number"),
-        ({"rule": {"correct_per_position": 0}}, "correct_per_position must be in"),
+        ({"rule": {"correct_per_position": 0}}, "'rule.correct_per_position' must be >= 1"),
         ({"pools": {"dev_mix": {"anvil": 1, "atlantis": 2}}}, "unknown family 'atlantis'"),
         ({"runs": [{"name": "x", "mix": "anvil,atlantis"}]}, "unknown family 'atlantis'"),
         ({"rl_default": {"kl_coeff": 0.1}}, "did you mean 'kl_coef'"),

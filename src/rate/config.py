@@ -201,9 +201,10 @@ class EffectsConfig:
     max_failed_rewrites: float = opt(
         0.2,
         bound=Bound(0, high=1, why="a share"),
-        help="warn, and note in the output, when more than this share of a pass's rewrites "
-        "failed their checks: RATE takes each rewrite for the same text with W flipped, so "
-        "failed ones shrink the estimate toward 0 by up to their share",
+        help="warn (once per run; not with only_successful_rewrites, which leaves them out), "
+        "and note in the output, when more than this share of a pass's rewrites failed their "
+        "checks: RATE takes each rewrite for the same text with W flipped, so failed ones "
+        "shrink the estimate toward 0 by up to their share",
     )
 
     def validate(self, where: str) -> None:

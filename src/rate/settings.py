@@ -237,6 +237,25 @@ class LogFileHandler(logging.FileHandler):
             self.handleError(logging.makeLogRecord({}))
 
 
+class OncePerRun(logging.Filter):
+    """Lets each warning through once per run (per :func:`setup_logging`): a run that meets
+    the same condition in several steps (one dataset's failed rewrites, estimated with two
+    reward models) says so once. Records below WARNING always pass."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._seen: set[tuple[int, str]] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        key = (record.levelno, record.getMessage())
+        if key in self._seen:
+            return False
+        self._seen.add(key)
+        return True
+
+
 def log_to_files(text: str) -> None:
     """Append ``text`` to the log files set up by :func:`setup_logging` (not to stderr): a
     failed run's log ends with its error, so it does not look like a run in progress."""
@@ -260,7 +279,8 @@ def setup_logging(
 
     ``stderr_level`` (default: ``level``) lets `-q` quieten the terminal while the log file
     keeps the record. Calling it again replaces the handlers it added before rather than
-    duplicating them.
+    duplicating them, and starts a new run: each handler shows a warning once per run
+    (:class:`OncePerRun`).
     """
     root = logging.getLogger()
     for handler in list(root.handlers):
@@ -282,6 +302,7 @@ def setup_logging(
     for handler in handlers:
         handler.setFormatter(formatter)
         handler.addFilter(secret_redactor)
+        handler.addFilter(OncePerRun())
         handler._rate_handler = True  # type: ignore[attr-defined]
         root.addHandler(handler)
     root.setLevel(min(logging.getLevelName(file_level), stream.level))

@@ -15,6 +15,12 @@ def test_demo_text_smoke(tmp_path):
     assert "| drugreview_sentiment (" in text and "| drugreview_length (" in text
     assert text.count("| MiniLM sentiment |") == 2 and text.count("| VADER compound |") == 2
     assert "Rewrite checks:" in text
+    # One success figure, its denominator named; each warning once per run, and none for the
+    # runs that keep only the examples whose rewrites passed (2 failing passes, 2 scorers).
+    assert "| passed checks (of all rewrites) |" in text
+    assert out.stderr.count("failed their checks") == 2
+    # VADER scores the length rules' neutral sentences alike: the zero says why.
+    assert "no rewrite changed the score" in text
     rewrites = sorted((project / "data" / "rewrites").glob("drugreview_sentiment_*_test.json"))
     assert len(rewrites) == 1 and rewrites[0].name.endswith("_smoke_test.json")
     data = json.loads(rewrites[0].read_text())
@@ -24,11 +30,11 @@ def test_demo_text_smoke(tmp_path):
     # Labels in the file agree with the counts in the metadata.
     labels = [row["checks"]["rewrite"] for row in data.values()]
     assert labels.count("ok") == checks["ok"] and len(labels) == checks["n"] == 60
-    assert 0.5 < checks["reached_target"] < 1.0  # antonym rules miss some reviews
+    assert 0.5 < checks["passing"] < 1.0  # antonym rules miss some reviews
     # Length rewrites reach their target by construction: every check passes.
     length = sorted((project / "data" / "rewrites").glob("drugreview_length_*_test.json"))[0]
     length_meta = json.loads(length.with_name(length.name + ".meta.json").read_text())
-    assert length_meta["rewrite_checks"]["rewrite"]["reached_target"] == 1.0
+    assert length_meta["rewrite_checks"]["rewrite"]["passing"] == 1.0
     assert length_meta["w_classifier_fitted"]["threshold"] > 0  # the median, recorded
     effects = sorted(
         (project / "effects").glob("drugreview_sentiment_sentiment_passed_*_test.json")

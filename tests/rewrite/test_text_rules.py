@@ -78,7 +78,8 @@ def test_rewrite_check_labels():
     labels = label_outputs(inputs, outputs, targets, read)
     assert labels == ["ok", "empty", "refusal", "unchanged", "missed_target", "undefined"]
     s = summarize(labels)
-    assert s["ok"] == 1 and s["reached_target"] == pytest.approx(1 / 3, abs=1e-4)
+    # One success figure, of all rewrites: no share over the rewrites whose W could be read.
+    assert s["ok"] == 1 and "reached_target" not in s
     assert s["passing"] == pytest.approx(1 / 6, abs=1e-4)
     assert label_outputs(["a"], ["b"], [True], lambda texts: None) == ["unchecked"]
 

@@ -205,7 +205,9 @@ def estimate(
     drop_incomplete: bool = False,
 ) -> dict[str, float]:
     """Every estimator (naive, single-rewrite and RATE ATT, ATU, ATE) with its SE, the
-    counts, the reward's SD and the rewrite-effect diagnostics; input as :func:`scores`.
+    counts, the two SDs of the original scores (``reward_std``: pooled within the W groups,
+    the reference's; ``reward_std_all``: of all of them) and the rewrite-effect diagnostics;
+    input as :func:`scores`.
     Where every example has one W value, the estimates that need both are NaN (a warning
     says which), as treatment_effects leaves them null."""
     given = {"w": w, "original": original, "rewrite": rewrite}
@@ -231,7 +233,10 @@ def compute_effects(
 ) -> dict:
     """What treatment_effects writes for these scores: every estimate with its SEs, normal
     and (``n_bootstrap`` > 0) bootstrap percentile intervals at ``level``, the effects
-    normalised by the reward's SD, and, given the true counterfactual's scores
+    normalised (``normalized``: divided by ``reward_std``, the pooled within-group SD of the
+    original scores, as the reference does; ``normalized_all``: by the SD of all original
+    scores), the estimators that are exactly 0 because no rewrite changed the score
+    (``no_score_change``), and, given the true counterfactual's scores
     (``perfect_rewrite``, or that column of ``data``), the true effects and each estimator's
     error in SEs. Input as :func:`scores`."""
     # The arguments are the stage's settings: checked by the config schema's declarations.

@@ -18,8 +18,10 @@ def _effects(given: dict | str | Path) -> dict:
 
 
 def plot_effects(effects: Iterable[dict | str | Path], normalized: bool = True) -> Figure:
-    """Naive against RATE for each effect file (paths, or their contents as dicts), in
-    reward SDs (``normalized``) or raw units, with intervals and the truth where known."""
+    """Naive against RATE for each effect file (paths, or their contents as dicts),
+    normalised (``normalized``: divided by ``reward_std``, the pooled within-group SD of the
+    original scores, with each row's estimates divided by the SD of all original scores noted
+    beside) or in raw units, with intervals and the truth where known."""
     loaded = [_effects(e) for e in effects]
     if not loaded:
         raise ConfigError("plot_effects: no effect files given; pass paths or their dicts")

@@ -9,6 +9,7 @@ from pathlib import Path
 from rate.config import Config
 from rate.io import read_json
 from rate.pipeline import score_dataset, treatment_effects
+from rate.rewrite.checks import PASSING, SUCCESS_LABEL, success_text
 from rate.settings import setup_logging
 from rate.store import Layout, meta_path, new_log_path
 
@@ -54,10 +55,11 @@ def effects_of(cfg: Config, layout: Layout, scored: Path, **effects) -> tuple[Co
 
 
 def checks_table(rows: list[dict]) -> str:
-    """Per template and pass: how many rewrites reached their target W, and the failures."""
+    """Per template and pass: how many rewrites passed their checks, of all of them
+    (:data:`rate.rewrite.checks.SUCCESS_LABEL`), and the failures."""
     lines = [
-        "| dataset | pass | reached target | missed | undefined | cut at length limit | empty | "
-        "refusal | unchanged |",
+        f"| dataset | pass | {SUCCESS_LABEL} | missed | undefined | cut at length limit "
+        "| empty | refusal | unchanged |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     seen = set()
@@ -66,9 +68,9 @@ def checks_table(rows: list[dict]) -> str:
             continue
         seen.add(row["template"])
         for name, c in row["checks"].items():
-            share = "n/a" if c["reached_target"] is None else f"{c['reached_target']:.1%}"
+            passed = sum(c.get(k, 0) for k in PASSING)
             lines.append(
-                f"| {row['template']} | {name} | {c['ok']}/{c['n']} ({share}) | "
+                f"| {row['template']} | {name} | {success_text(passed, c['n'])} | "
                 f"{c['missed_target']} | {c['undefined']} | {c['length_limit']} | {c['empty']} | "
                 f"{c['refusal']} | {c['unchanged']} |"
             )

@@ -24,6 +24,7 @@ from rate.effects.estimators import estimator
 from rate.effects.stage import MIN_KEPT
 from rate.io import read_json
 from rate.pipeline import create_dataset
+from rate.results.values import NO_SCORE_CHANGE, score_unchanged
 from rate.rewrite.checks import PASSING
 from rate.store import Layout
 
@@ -80,7 +81,9 @@ def _cell(r: dict, key: str) -> str:
     if value is None:
         return "n/a"
     # No standard error with one example in an arm (a smoke run of a handful).
-    return f"{value:+.3f} ({'n/a' if se is None else f'{se:.3f}'})"
+    cell = f"{value:+.3f} ({'n/a' if se is None else f'{se:.3f}'})"
+    # A zero that is no measurement of W: every rewrite left the score where it was.
+    return cell + (f", {NO_SCORE_CHANGE}" if score_unchanged(r, key) else "")
 
 
 def text_table(rows: list[dict]) -> str:

@@ -164,18 +164,35 @@ def estimate(s: Scores) -> dict[str, float]:
             mask = _mask(e.group, w)
             out[f"{e.name}_stderr_unpaired"] = _se_unpaired(arm1[mask], arm0[mask])
 
-    # Pooled sd of the original scores of the two groups, for normalised effects.
+    # Pooled sd of the original scores of the two groups, for normalised effects (the
+    # reference's reward_std, a Cohen's d scale). Within groups it can be far smaller than
+    # the spread of all scores, so that spread is reported beside it.
     o = s.original
     if n1 > 1 and n0 > 1:
         v1, v0 = np.var(o[w], ddof=1), np.var(o[~w], ddof=1)
         out["reward_std"] = float(math.sqrt(((n1 - 1) * v1 + (n0 - 1) * v0) / (n1 + n0 - 2)))
     else:
         out["reward_std"] = float(np.std(o, ddof=1)) if o.size > 1 else math.nan
+    out["reward_std_all"] = float(np.std(o, ddof=1)) if o.size > 1 else math.nan
 
     # Rewriter signature: how far a round trip moves the score, within each group.
     for label, mask in (("w_1", w), ("w_0", ~w)):
         m, se = _mean_se_paired((s.rewritten_rewrite - o)[mask])
         out[f"rewrite_effect_{label}"], out[f"rewrite_effect_{label}_stderr"] = m, se
+    return out
+
+
+def unchanged_scores(s: Scores) -> list[str]:
+    """The within-example estimators whose every difference is exactly 0: no rewrite changed
+    the score, so their estimate (and SE) is exactly 0 for that reason alone."""
+    w = s.w.astype(bool)
+    values = {name: q(s) for name, q in QUANTITIES.items()}
+    out = []
+    for e in ESTIMATORS:
+        if e.group != "contrast":
+            diff = values[e.quantity][_mask(e.group, w)]
+            if diff.size and not np.any(diff):
+                out.append(e.name)
     return out
 
 

@@ -3,10 +3,13 @@
 Reads a scored file (ours or the reference pipeline's) and writes the reference's effect keys
 (``naive_effect``, ``ATT_single_rewrite``, ..., ``ATE_rewritten_rewrite``, each with
 ``_stderr``; ``reward_std``, ``Y1_count``, ``Y0_count``; the effects config), then ours:
-normalised effects, the reference's unpaired RATE SEs, normal and bootstrap intervals, the
-rewrite-effect diagnostics, effects per group, and, where the scored file holds the score of the
-true counterfactual (``perfect rewrite``, the tiny world), the true effect and each estimator's
-error in units of its own SE.
+normalised effects (``normalized``: divided by ``reward_std``, the pooled within-group SD of
+the original scores, as the reference does; ``normalized_all``: by ``reward_std_all``, the SD
+of all original scores), the reference's unpaired RATE SEs, normal and bootstrap intervals, the
+rewrite-effect diagnostics, the estimators that are exactly 0 because no rewrite changed the
+score (``no_score_change``), effects per group, and, where the scored file holds the score of
+the true counterfactual (``perfect rewrite``, the tiny world), the true effect and each
+estimator's error in units of its own SE.
 
 The completions are read under the effects section's ``w_original_key``,
 ``w_counterfactual_key`` and ``w_rewritten_rewrite_key`` (the reference's keys), and the whole
@@ -27,7 +30,14 @@ from rate.catalog import templates_with_reward_key
 from rate.columns import ScoreColumns, columns_from_rows, concat_columns, score_columns
 from rate.config import Config, EffectsConfig, config_record
 from rate.effects.bootstrap import percentile_intervals
-from rate.effects.estimators import ESTIMANDS, ESTIMATORS, Scores, estimator, normalised_keys
+from rate.effects.estimators import (
+    ESTIMANDS,
+    ESTIMATORS,
+    Scores,
+    estimator,
+    normalised_keys,
+    unchanged_scores,
+)
 from rate.effects.inputs import extract_scores, identified_estimates
 from rate.errors import DataFileError
 from rate.io import json_safe as clean
@@ -68,9 +78,21 @@ def errors_in_se(est: dict, truth: dict) -> dict[str, float]:
     return out
 
 
-def normalised(est: dict) -> dict[str, float]:
-    std = est.get("reward_std", math.nan)
+def normalised(est: dict, by: str = "reward_std") -> dict[str, float]:
+    """The effects in reward units divided by ``est[by]``: ``reward_std`` (the pooled
+    within-group SD of the original scores, the reference's) or ``reward_std_all`` (the SD of
+    all original scores)."""
+    std = est.get(by, math.nan)
     return {k: est[k] / std if std and std > 0 else math.nan for k in normalised_keys(est)}
+
+
+def unchanged_note(names: list[str]) -> str:
+    """Why estimates are exactly 0: every rewrite left the score where it was."""
+    verb = "is" if len(names) == 1 else "are"
+    return (
+        f"{', '.join(names)} {verb} exactly 0 with SE 0: no rewrite changed the score (each "
+        "pair of texts compared scored exactly alike)"
+    )
 
 
 def normal_intervals(est: dict, level: float) -> dict[str, list[float]]:
@@ -99,6 +121,11 @@ def compute_effects(
     result = dict(est)
     result["stderr_kind"] = "paired"
     result["normalized"] = normalised(est)
+    result["normalized_all"] = normalised(est, "reward_std_all")
+    unchanged = [k for k in unchanged_scores(s) if math.isfinite(est[k])]
+    result["no_score_change"] = unchanged
+    if unchanged:
+        notes = [*notes, unchanged_note(unchanged)]
     intervals: dict = {"level": level, "normal": normal_intervals(est, level)}
     n1, n0 = est["Y1_count"], est["Y0_count"]
     if n_bootstrap > 0 and (n1 >= 2 or n0 >= 2):
@@ -185,6 +212,7 @@ def effects_for_columns(
     by_pass, check_notes = rewrite_checks(cols, ec.max_failed_rewrites)
     checks = None
     if ec.only_successful_rewrites:
+        check_notes = []  # the failed rewrites are left out, as the notes would recommend
         passed, dropped = successful_rewrites(cols, source)
         cols = cols.take(passed)
         checks = {"kept": len(cols), "dropped": dropped}

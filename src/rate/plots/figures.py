@@ -35,12 +35,15 @@ from rate.effects.estimators import ESTIMANDS, estimator
 from rate.records import COMPLETIONS as DATA_COMPLETIONS
 from rate.records import ORIGINAL, PERFECT, REWRITE, REWRITTEN
 from rate.results.values import (
+    ALL_SD,
+    NO_SCORE_CHANGE,
     interval,
     level_text,
     rate_key,
     rm_name,
     row_label,
     row_labels,
+    score_unchanged,
     truth,
     units,
     value,
@@ -214,6 +217,46 @@ def _not_estimable(ax: Axes, y: float, what: str) -> None:
     )
 
 
+def _all_sd_note(ax: Axes, effects: dict, keys: Sequence[tuple[str, str]], y: float, row: str):
+    """Under a normalised row, at the panel's right edge: its estimates divided by the SD of
+    all original scores instead (nothing for a file made before that SD was recorded)."""
+    shown = [(label, value(effects, key, "all")) for label, key in keys]
+    parts = [f"{label} {v:+.2f}" for label, v in shown if v is not None]
+    if parts:
+        ax.annotate(
+            f"{ALL_SD}: {', '.join(parts)}",
+            (1, y - 0.4),
+            xycoords=("axes fraction", "data"),
+            xytext=(-3, 0),
+            textcoords="offset points",
+            ha="right",
+            va="center",
+            fontsize=MIN_FONT,
+            color="0.35",
+            gid=f"all_sd@{row}",
+        )
+
+
+def _unchanged_note(ax: Axes, effects: dict, key: str, point: float | None, y: float, gid: str):
+    """Beside an estimate that is exactly 0 because no rewrite changed the score: so it says."""
+    if point is not None and score_unchanged(effects, key):
+        ax.annotate(
+            NO_SCORE_CHANGE,
+            (point, y),
+            xytext=(8, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=MIN_FONT,
+            color="0.35",
+            gid=f"unchanged/{gid}",
+        )
+
+
+def _xlabel(ax: Axes, normalized: bool) -> None:
+    """The effect axis, named for what it is divided by."""
+    ax.set_xlabel(_wrap(f"effect ({units(normalized)})", 46), fontsize=PANEL_FONT)
+
+
 def _legend(fig: Figure, series: Sequence[str], bootstrap: bool, truth: bool) -> None:
     handles = [
         Line2D([], [], color=STYLE[s][0], marker=STYLE[s][1], ls="-", label=STYLE[s][2])
@@ -300,8 +343,11 @@ def effects_figure(
                 if naive is None and rate is None:
                     _not_estimable(ax, y, "effect")
                 _draw_truth(ax, truth(e, estimand, normalized), y, 0.35, row)
+                _unchanged_note(ax, e, key, rate, y - 0.15, f"rate@{row}")
+                if normalized:
+                    _all_sd_note(ax, e, [("naive", naive_key), ("RATE", key)], y, row)
             ax.set_title(_wrap(rm), fontsize=PANEL_FONT)
-            ax.set_xlabel(f"effect ({units(normalized)})", fontsize=PANEL_FONT)
+            _xlabel(ax, normalized)
             labelled = not shared or j == 0
             ax.set_yticks(list(ys.values()), [_wrap(r) for r in ys] if labelled else [])
             ax.set_ylim(-heights[i] + 0.5, 0.5)
@@ -336,9 +382,14 @@ def rewrite_bias_figure(effects: dict, normalized: bool = True) -> Figure:
         if single is None and rate is None:
             _not_estimable(ax, y, estimand)
         _draw_truth(ax, truth(effects, estimand, normalized), y, 0.35, estimand)
+        _unchanged_note(ax, effects, single_key, single, y + 0.15, f"single_rewrite@{estimand}")
+        _unchanged_note(ax, effects, rate_name, rate, y - 0.15, f"rate@{estimand}")
+        if normalized:
+            keys = [("single", single_key), ("RATE", rate_name)]
+            _all_sd_note(ax, effects, keys, y, estimand)
     ax.set_yticks([0, -1, -2], list(ESTIMANDS))
     ax.set_ylim(-2.5, 0.5)
-    ax.set_xlabel(f"effect ({units(normalized)})", fontsize=PANEL_FONT)
+    _xlabel(ax, normalized)
     kind = "normalised" if normalized else "raw"
     ax.set_title(
         f"Rewrite bias, {row_label(effects)}, {rm_name(effects)}: {kind}, {level_text([effects])}",

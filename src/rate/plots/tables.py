@@ -10,7 +10,17 @@ import numpy as np
 
 from rate.effects.estimators import estimator
 from rate.records import COMPLETIONS, INDEX, TEXTS, W
-from rate.results.values import PASSES, interval, num, rm_name, success_rate, value
+from rate.results.values import (
+    NO_SCORE_CHANGE,
+    PASSES,
+    interval,
+    num,
+    rm_name,
+    score_unchanged,
+    success_counts,
+    value,
+)
+from rate.rewrite.checks import SUCCESS_LABEL, success_text
 
 
 def _cell(text: Any, max_chars: int) -> str:
@@ -55,17 +65,23 @@ def _fmt_interval(pair: tuple[float, float] | None) -> str:
     return "n/a" if pair is None else f"[{pair[0]:.4g}, {pair[1]:.4g}]"
 
 
-def _fmt_share(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.1%}"
+def _fmt_estimate(e: dict, key: str) -> str:
+    """An estimate in raw units, with a word where it is exactly 0 because no rewrite
+    changed the score."""
+    return _fmt(e.get(key)) + (f" ({NO_SCORE_CHANGE})" if score_unchanged(e, key) else "")
 
 
 def effects_summary_table(effects: list[dict], names: Sequence[str] | None = None) -> str:
     """A Markdown table with one line per effect file: counts, naive, single-rewrite and RATE
-    ATE (raw units, RATE's normal interval and its normalised value), the true ATE, and the
-    share of each pass's rewrites that passed their checks."""
+    ATE (raw units, RATE's normal interval and its value divided by each of the two SDs of
+    the original scores: the pooled within-group one, reward_std, as the reference does, and
+    the SD of all of them), the true ATE, the two SDs, and how many of each pass's rewrites
+    passed their checks, of all of them."""
     header = ["dataset", "concept", "RM", "n (W=1 / W=0)", "naive", "single rewrite ATE"]
-    header += ["RATE ATE", "RATE ATE interval", "RATE ATE (SDs)", "true ATE", "reward SD"]
-    header += [f"{p} checks passed" for p in PASSES]
+    header += ["RATE ATE", "RATE ATE interval", "RATE ATE ÷ reward_std (within-group SD)"]
+    header += ["RATE ATE ÷ SD of all originals", "true ATE", "reward_std (within-group SD)"]
+    header += ["SD of all originals"]
+    header += [f"{p}: {SUCCESS_LABEL}" for p in PASSES]
     if names is not None:
         header.insert(0, "file")
     naive, single, rate = (estimator(m, "ATE").name for m in ("naive", "single_rewrite", "rate"))
@@ -76,11 +92,12 @@ def effects_summary_table(effects: list[dict], names: Sequence[str] | None = Non
             f"{e.get('Y1_count', '?')} / {e.get('Y0_count', '?')}",
             _fmt(e.get(naive)),
         ]
-        line += [_fmt(e.get(single)), _fmt(e.get(rate))]
+        line += [_fmt_estimate(e, single), _fmt_estimate(e, rate)]
         line += [_fmt_interval(interval(e, rate, "normal", False))]
-        line += [_fmt(value(e, rate, True))]
+        line += [_fmt(value(e, rate, True)), _fmt(value(e, rate, "all"))]
         line += [_fmt((e.get("truth") or {}).get("ATE")), _fmt(e.get("reward_std"))]
-        line += [_fmt_share(success_rate(e, p)) for p in PASSES]
+        line += [_fmt(e.get("reward_std_all"))]
+        line += [success_text(*success_counts(e, p)) for p in PASSES]
         if names is not None:
             line.insert(0, _cell(names[i], 200))
         body.append(line)

@@ -1,9 +1,13 @@
 """Every effect file as one long table: a row per file, group and estimator.
 
 A row holds the estimate, its SEs (paired, and the reference's unpaired one for RATE), the
-normal and bootstrap intervals, the estimate and SE normalised by the reward's SD, the true
-effect and the error in SEs where the file knows them (the tiny world), the counts, and the
-share of each create_dataset pass's rewrites that passed their checks. A file's groups
+normal and bootstrap intervals, the estimate and SE normalised as the reference does
+(``normalized``: divided by ``reward_std``, the pooled within-group SD of the original scores)
+and, beside it, the estimate divided by the SD of all original scores (``normalized_all``,
+``reward_std_all``; empty for files made before it was recorded), the true effect and the error
+in SEs where the file knows them (the tiny world), the counts, the share of each create_dataset
+pass's rewrites that passed their checks (of all that pass's rewrites), and a ``note`` where
+the estimate is exactly 0 because no rewrite changed the score. A file's groups
 (``effects.group_by``, or the sources of ``effects.pool_with``) give rows of their own, with
 ``group`` set; the whole file's rows have ``group`` empty. The table is plain rows of plain
 values: the CSV, Markdown and JSON writers here, and :func:`rate.api.load_effects` (a pandas
@@ -24,7 +28,16 @@ from rate.effects.estimators import ESTIMANDS, ESTIMATORS, METHODS, Estimator
 from rate.errors import ConfigError, DataFileError
 from rate.io import json_text, read_json
 from rate.results import FORMATS
-from rate.results.values import PASSES, interval, num, shape_problem, success_rate, value
+from rate.results.values import (
+    NO_SCORE_CHANGE,
+    PASSES,
+    interval,
+    num,
+    score_unchanged,
+    shape_problem,
+    success_rate,
+    value,
+)
 from rate.store import parse_name
 
 EFFECTS_SUFFIX = "_treatment_effects"
@@ -53,12 +66,15 @@ COLUMNS = (
     "bootstrap_high",
     "normalized",
     "normalized_stderr",
+    "normalized_all",
     "truth",
     "error_in_se",
     "n_w1",
     "n_w0",
     "reward_std",
+    "reward_std_all",
     *SUCCESS_COLUMNS,
+    "note",
 )
 
 
@@ -183,12 +199,15 @@ def _row(
         "bootstrap_high": boot[1] if boot else None,
         "normalized": value(part, e.name, True),
         "normalized_stderr": value(part, f"{e.name}_stderr", True),
+        "normalized_all": value(part, e.name, "all"),
         "truth": truth,
         "error_in_se": num((part.get("error_in_se") or {}).get(e.name)),
         "n_w1": part.get("Y1_count"),
         "n_w0": part.get("Y0_count"),
         "reward_std": num(part.get("reward_std")),
+        "reward_std_all": num(part.get("reward_std_all")),
         **rates,
+        "note": NO_SCORE_CHANGE if score_unchanged(part, e.name) else None,
     }
 
 

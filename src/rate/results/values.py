@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from rate.effects.estimators import ESTIMANDS, estimator
+from rate.effects.estimators import BY_NAME, ESTIMANDS, estimator
 from rate.records import REWRITE, REWRITTEN
 from rate.stats import z_quantile
 
@@ -17,7 +17,25 @@ PASSES = (REWRITE, REWRITTEN)
 
 
 # The sections of an effect file that hold JSON objects; a hand-edited or damaged file may not.
-SECTIONS = ("intervals", "truth", "rewrite_checks", "error_in_se", "input", "normalized", "groups")
+SECTIONS = (
+    "intervals",
+    "truth",
+    "rewrite_checks",
+    "error_in_se",
+    "input",
+    "normalized",
+    "normalized_all",
+    "groups",
+)
+
+# What normalised values are divided by. ``normalized=True``: the reference's reward_std, the
+# pooled within-group SD of the original scores (a Cohen's d scale: it leaves out the spread
+# that W itself makes, so it can be far smaller than the spread of all scores);
+# ``normalized="all"``: the SD of all original scores, reported beside it.
+SD_KEYS = {True: "reward_std", "all": "reward_std_all"}
+WITHIN_SD = "÷ reward_std, the pooled within-group SD of the original scores"
+ALL_SD = "÷ SD of all original scores"
+NO_SCORE_CHANGE = "no rewrite changed the score"
 
 
 def shape_problem(effects: dict, at: str = "") -> str | None:
@@ -47,17 +65,19 @@ def num(x: Any) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
-def divisor(effects: dict, normalized: bool) -> float | None:
-    """What raw values are divided by: the reward's SD when normalised, else 1."""
+def divisor(effects: dict, normalized: bool | str) -> float | None:
+    """What raw values are divided by (:data:`SD_KEYS`): reward_std when ``normalized``,
+    reward_std_all when it is ``"all"`` (None for a file made before it was recorded), else
+    1."""
     if not normalized:
         return 1.0
-    std = num(effects.get("reward_std"))
+    std = num(effects.get(SD_KEYS[normalized]))
     return std if std is not None and std > 0 else None
 
 
-def value(effects: dict, key: str, normalized: bool) -> float | None:
+def value(effects: dict, key: str, normalized: bool | str) -> float | None:
     """An estimate in the units asked for (normalised values are raw / reward_std, as in the
-    file's ``normalized`` section)."""
+    file's ``normalized`` section; ``"all"``: raw / reward_std_all, its ``normalized_all``)."""
     raw, by = num(effects.get(key)), divisor(effects, normalized)
     return None if raw is None or by is None else raw / by
 
@@ -68,7 +88,9 @@ def level(effects: dict) -> float:
     return given if given is not None and 0 < given < 1 else 0.95
 
 
-def interval(effects: dict, key: str, kind: str, normalized: bool) -> tuple[float, float] | None:
+def interval(
+    effects: dict, key: str, kind: str, normalized: bool | str
+) -> tuple[float, float] | None:
     """The file's ``intervals[kind][key]`` in the units asked for; a normal interval missing
     from the file is rebuilt from the estimate and its SE."""
     by = divisor(effects, normalized)
@@ -84,25 +106,48 @@ def interval(effects: dict, key: str, kind: str, normalized: bool) -> tuple[floa
     return None if lo is None or hi is None else (lo / by, hi / by)
 
 
-def truth(effects: dict, estimand: str, normalized: bool) -> float | None:
+def truth(effects: dict, estimand: str, normalized: bool | str) -> float | None:
     """The true effect the file knows (the tiny world), in the units asked for."""
     raw, by = num((effects.get("truth") or {}).get(estimand)), divisor(effects, normalized)
     return None if raw is None or by is None else raw / by
 
 
 def success_rate(effects: dict, rewrite_pass: str) -> float | None:
-    """The share of one pass's rewrites that passed create_dataset's checks (the file's
-    ``rewrite_checks``), or None where the file has none (made without checks)."""
+    """The share of one pass's rewrites that passed create_dataset's checks, of all of them
+    (the file's ``rewrite_checks``), or None where the file has none (made without checks)."""
     entry = (effects.get("rewrite_checks") or {}).get(rewrite_pass)
     return num(entry.get("success_rate")) if isinstance(entry, dict) else None
+
+
+def success_counts(effects: dict, rewrite_pass: str) -> tuple[int | None, int | None]:
+    """(passed, all) rewrites of one pass, as the file's ``rewrite_checks`` counts them."""
+    entry = (effects.get("rewrite_checks") or {}).get(rewrite_pass)
+    if not isinstance(entry, dict):
+        return None, None
+    passed, n = num(entry.get("passed")), num(entry.get("checked"))
+    return (None, None) if passed is None or n is None else (int(passed), int(n))
+
+
+def score_unchanged(effects: dict, key: str) -> bool:
+    """Whether the estimate ``key`` is exactly 0 because no rewrite changed the score: the
+    file's ``no_score_change``; for a file made before it, an estimate and SE both exactly 0
+    (a mean of 0 with no spread: every difference was 0)."""
+    listed = effects.get("no_score_change")
+    if isinstance(listed, list):
+        return key in listed
+    within = key in BY_NAME and BY_NAME[key].group != "contrast"
+    return within and num(effects.get(key)) == 0.0 and num(effects.get(f"{key}_stderr")) == 0.0
 
 
 def rm_name(effects: dict) -> str:
     return str(effects.get("score") or effects.get("reward_key") or "reward model")
 
 
-def units(normalized: bool) -> str:
-    return "normalised: reward SDs" if normalized else "raw reward units"
+def units(normalized: bool | str) -> str:
+    """What an axis or column holds: raw units, or what the values were divided by."""
+    if not normalized:
+        return "raw reward units"
+    return f"normalised, {ALL_SD if normalized == 'all' else WITHIN_SD}"
 
 
 def level_text(effects: Sequence[dict]) -> str:

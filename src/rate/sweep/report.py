@@ -22,7 +22,7 @@ from statistics import NormalDist
 from rate.effects.estimators import estimator
 from rate.io import atomic_directory, json_text, read_json
 from rate.plots.figures import effects_figure, figure_bytes
-from rate.results.values import interval, num, rate_key, truth, value
+from rate.results.values import ALL_SD, interval, num, rate_key, truth, units, value
 from rate.stats import benjamini_hochberg, holm
 
 log = logging.getLogger(__name__)
@@ -38,6 +38,7 @@ COLUMNS = (
     "naive",
     "rate",
     "rate_se",
+    "rate_all",
     "low",
     "high",
     "truth",
@@ -61,7 +62,9 @@ def p_value(estimate: float | None, se: float | None) -> float | None:
 
 
 def cell_row(cell, effects: dict, path: Path) -> dict:
-    """One cell's row, before ranking: effects normalised by the reward's SD, raw beside."""
+    """One cell's row, before ranking: effects divided by reward_std (the pooled within-group
+    SD of the original scores, as the reference normalises), RATE also by the SD of all
+    original scores (``rate_all``), raw beside."""
     key, estimand = rate_key(effects)
     naive = estimator("naive", "ATE").name
     normal = interval(effects, key, "normal", True)
@@ -76,6 +79,7 @@ def cell_row(cell, effects: dict, path: Path) -> dict:
         "naive": value(effects, naive, True),
         "rate": value(effects, key, True),
         "rate_se": value(effects, f"{key}_stderr", True),
+        "rate_all": value(effects, key, "all"),
         "low": normal[0] if normal else None,
         "high": normal[1] if normal else None,
         "truth": truth(effects, estimand, True),  # known in the tiny world only
@@ -123,14 +127,16 @@ def markdown(name: str, rows: list[dict], missing: list[str], level: float) -> s
     lines = [
         f"# Sweep {name}: RATE effects, ranked",
         "",
-        f"Effects in reward SDs (normalised); {level:.0%} normal intervals. p: RATE's effect "
+        f"Effects {units(True)} (as the reference normalises); RATE {ALL_SD} beside. "
+        f"{level:.0%} normal intervals. p: RATE's effect "
         "against 0, two-sided; Holm (family-wise) and Benjamini-Hochberg (false discovery "
         f"rate) adjust over the {sum(r['p'] is not None for r in rows)} cells tested.",
         "",
         "| rank | dataset | concept | scorer | n W=1/W=0 | naive | RATE (SE) | interval | "
+        + "RATE ÷ SD of all originals | "
         + ("true effect | " if known else "")
         + "p | p Holm | p BH |",
-        "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if known else ""),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if known else ""),
     ]
     for r in rows:
         estimand = "" if r["estimand"] == "ATE" else f" {r['estimand']}"
@@ -138,7 +144,7 @@ def markdown(name: str, rows: list[dict], missing: list[str], level: float) -> s
             f"| {r['rank'] or '-'} | {r['dataset']} | {r['concept']} | {r['scorer']} | "
             f"{r['n_w1']}/{r['n_w0']} | {_f(r['naive'])} | {_f(r['rate'])}{estimand} "
             f"({_se(r['rate_se'])}) | "
-            f"[{_f(r['low'])}, {_f(r['high'])}] | "
+            f"[{_f(r['low'])}, {_f(r['high'])}] | {_f(r['rate_all'])} | "
             + (f"{_f(r['truth'])} | " if known else "")
             + f"{_p(r['p'])} | {_p(r['p_holm'])} | "
             f"{_p(r['p_bh'])} |"
@@ -186,7 +192,7 @@ def write_report(
             fig = effects_figure(
                 effects,
                 normalized=True,
-                title=f"Sweep {sweep.name}: naive against RATE (reward SDs)",
+                title=f"Sweep {sweep.name}: naive against RATE, ÷ reward_std (within-group SD)",
             )
             for fmt in formats:
                 (tmp / f"headline.{fmt}").write_bytes(figure_bytes(fig, fmt))

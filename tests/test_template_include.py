@@ -135,3 +135,21 @@ def test_a_chain_of_thousands_of_includes_is_one_line(roots):
     put(roots, "c3000", {"include": "tinyrlhf_dune_pa"})
     with pytest.raises(TemplateError, match=r"c0.yaml: key 'include' chains more than 32"):
         load_dataset_template("c0")
+
+
+def test_a_thousand_templates_are_listed_once_not_at_each_lookup(roots, monkeypatch):
+    """Issue 45: `rate validate` over thousands of chained templates listed (and in a flat
+    folder parsed) every template file at each lookup by name: quadratic."""
+    import rate.templates
+
+    built = []
+    build = rate.templates._build_index
+    monkeypatch.setattr(rate.templates, "_build_index", lambda *a: built.append(a) or build(*a))
+    for i in range(1000):  # chains of ten, each ending at a shipped template
+        target = "tinyrlhf_dune_pa" if i % 10 == 9 else f"c{i + 1}"
+        put(roots, f"c{i}", {"include": target})
+    for i in range(0, 1000, 10):
+        assert load_dataset_template(f"c{i}").name == f"c{i}"
+    assert len(built) <= 2  # once per folder kind at most: 1,000 lookups, one listing
+    put(roots, "late", {"include": "c0"})  # a template added: the listing is built anew
+    assert load_dataset_template("late").name == "late"

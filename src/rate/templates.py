@@ -120,15 +120,45 @@ def _template_files(root: Path, folder: str, listed: bool) -> list[Path]:
     return []
 
 
+# The indexes already built, by what they were built from (:func:`_listing_state`): a config
+# that names thousands of templates, each including the next, looks each one up by name, and
+# listing (and, in a flat folder, parsing) every file at each lookup made that quadratic.
+_indexes: dict[tuple, dict[str, Path]] = {}
+
+
+def _listing_state(roots: list[Path], folder: str) -> tuple:
+    """What an index of ``folder`` is built from: the roots in order, and the modification time
+    of each folder it lists (adding, removing or renaming a template changes it)."""
+    state: list[tuple[str, int | None]] = [(os.environ.get("RATE_TEMPLATE_PATH", ""), None)]
+    for root in roots:
+        for d in (root / folder, root):
+            try:
+                state.append((str(d), d.stat().st_mtime_ns))
+            except OSError:
+                state.append((str(d), None))
+    return tuple(state)
+
+
 def template_index(folder: str) -> dict[str, Path]:
     """name -> file, first root wins (a template of the current folder or RATE_TEMPLATE_PATH
     shadows a shipped one of the same name, and the log says so). A RATE_TEMPLATE_PATH entry
-    may hold the two folders or the YAML files themselves (a flat folder)."""
+    may hold the two folders or the YAML files themselves (a flat folder). Built once for as
+    long as the folders' listings stay the same."""
+    roots = template_roots()
+    state = (folder, _listing_state(roots, folder))
+    if state not in _indexes:
+        if len(_indexes) > 64:  # many folders over a long process (the tests): keep it small
+            _indexes.clear()
+        _indexes[state] = _build_index(roots, folder)
+    return dict(_indexes[state])
+
+
+def _build_index(roots: list[Path], folder: str) -> dict[str, Path]:
     found: dict[str, Path] = {}
     listed = {
         Path(p).resolve() for p in os.environ.get("RATE_TEMPLATE_PATH", "").split(":") if p.strip()
     }
-    for root in template_roots():
+    for root in roots:
         for p in _template_files(root, folder, root in listed):
             first = found.setdefault(p.stem, p)
             if first != p and (first, p) not in _shadowing_told:

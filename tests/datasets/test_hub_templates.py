@@ -466,3 +466,25 @@ def test_select_slices_the_records_and_keeps_their_row_numbers(tmp_path, server,
     )
     data, _ = run_smoke("hh_rlhf_harmlessness", tmp_path, monkeypatch)
     assert [r["key"] for r in data.values()] == [f"row{i}-rejected" for i in range(12 - N, 12)]
+
+
+@pytest.mark.parametrize("endpoint", ["http://127.0.0.1:9", "https://hub.invalid"])
+def test_a_hub_dataset_id_without_the_hub_fails_at_once_with_the_offline_advice(
+    endpoint, monkeypatch
+):
+    """Issue 45: offline without HF_HUB_OFFLINE, a hub dataset id took 24 s to fail, without
+    the advice that the offline path gives (download the split, point data_files at it)."""
+    from rate.datasets.hub import load_records
+    from rate.datasets.options import HFDatasetSource
+
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)
+    start = time.monotonic()
+    with pytest.raises(DataFileError) as refused:
+        load_records(HFDatasetSource(path="some-org/some-data"), "t.yaml")
+    message = str(refused.value)
+    assert message.startswith("t.yaml: cannot load 'some-org/some-data' from the Hugging Face")
+    assert "offline or unreachable" in message and "source.data_files" in message
+    assert "\n" not in message
+    assert time.monotonic() - start < 10  # the probe's bound (4 s), not the libraries' retries

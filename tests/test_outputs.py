@@ -79,3 +79,22 @@ def test_out_set_to_an_input_is_refused_before_any_work(command, dest, tmp_path,
     err = capsys.readouterr().err.strip()
     assert "which this command reads" in err and err.count("\n") == 0, err
     assert file.read_text() == '{"keep": true}\n'
+
+
+def test_a_second_command_writing_the_same_out_stops_at_once(tmp_path, monkeypatch, capsys):
+    """Issue 45, item 7: every command's --out is locked while the command runs; a second one
+    given the same --out names the first and writes nothing (here the first is this process's
+    other descriptor of the lock, as a second process would see it)."""
+    from rate.errors import BusyError
+    from rate.provenance import folder_lock
+
+    monkeypatch.setenv("PROJECT_DIR", str(tmp_path / "project"))
+    out = tmp_path / "reports" / "results.json"
+    with folder_lock(out.parent, lambda pid: BusyError(pid), name=".results.json.out.lock"):
+        assert main(["results", "--out", str(out)]) == 2
+    said = capsys.readouterr().err
+    assert f"--out {out}: another rate command (pid " in said and "choose another --out" in said
+    assert not out.exists()
+    # Released (the first command ended, however): the next one takes it.
+    main(["results", "--out", str(out)])
+    assert "another rate command" not in capsys.readouterr().err

@@ -129,10 +129,11 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["RATE_PROGRESS"] = "0"
     setup_logging(level)
     try:
-        from rate.outputs import check_out
+        from rate.outputs import check_out, claim_out
 
         check_out(args)  # before any work: --out never replaces an input or a stage's file
-        return args.func(args)
+        with claim_out(args):  # and no other command writes it meanwhile
+            return args.func(args)
     except RateError as err:
         # User-facing errors: the message says what is wrong and what to do; no traceback.
         _fail(f"rate: error: {err}")

@@ -10,16 +10,22 @@ by ``rate.cli.main``), so the rule holds for the pipeline's commands and the plu
   a pipeline stage (a dataset, a scored file, an effect file, a results record); no command
   writes one through ``--out``, so a ``--out`` naming one (or its record) would destroy data
   that later stages and ``rate results`` read.
+* **One command at a time.** While a command runs, it holds ``--out``'s lock (an ``flock`` on
+  ``.OUT.out.lock`` beside it, dropped by the kernel however the command ends); a second
+  command given the same ``--out`` stops at once naming the first's pid, so two runs never
+  write one output (:func:`claim_out`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from rate.errors import ConfigError
+from rate.errors import BusyError, ConfigError
 from rate.io import read_json
+from rate.provenance import folder_lock
 from rate.store import meta_path
 
 # The files a command writes beside OUT (an audit's OUT.json with .csv, .md and .png; a
@@ -86,3 +92,19 @@ def check_out(args: argparse.Namespace) -> None:
                 f"--out {out}: would write over {name}, a file that the {stage} stage "
                 "published (its record is beside it); choose another --out"
             )
+
+
+@contextlib.contextmanager
+def claim_out(args: argparse.Namespace) -> Iterator[None]:
+    """Hold ``args.out``'s lock while the command runs (a command without ``--out``, or with
+    none given, claims nothing): a second command writing the same output stops at once."""
+    out = getattr(args, "out", None)
+    if not isinstance(out, Path):
+        yield
+        return
+    busy = lambda pid: BusyError(  # noqa: E731
+        f"--out {out}: another rate command (pid {pid}) is writing there; wait for it to "
+        "finish, or choose another --out"
+    )
+    with folder_lock(out.absolute().parent, busy, name=f".{out.name}.out.lock"):
+        yield

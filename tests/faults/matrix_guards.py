@@ -251,6 +251,32 @@ def _(tmp):
     return passed(ok, f"return codes {[r.returncode for r in runs]}, built {built} time(s)")
 
 
+@scenario("guards", "two commands given one --out at once", "the second stops, naming the first")
+def _(tmp):
+    from rate.errors import BusyError
+    from rate.provenance import folder_lock
+
+    out = tmp / "r.json"  # the first command holds its lock (another descriptor, as a process)
+    with folder_lock(tmp, lambda pid: BusyError(pid), name=".r.json.out.lock"):
+        res = run_cli(["results", "--out", str(out)], PROJECT_DIR=str(tmp / "p"))
+    if out.exists():
+        return "defect", "the second command wrote the output"
+    return error(res, "another rate command (pid", "choose another --out")
+
+
+@scenario("guards", "a numeric flag set to NaN, -1 or 1e30", "the parser refuses it, naming it")
+def _(tmp):
+    bad = [("world", "tilt", "--beta", "nan"), ("world", "study", "coverage", "--seeds", "-1"),
+           ("world", "certify", "--replicates", "1e30"), ("sweep", "--poll", "inf")]  # fmt: skip
+    for argv in bad:
+        res = run_cli([*argv], PROJECT_DIR=str(tmp / "p"))
+        last = (res.err.strip().splitlines() or [""])[-1]
+        if res.rc != 2 or f"argument {argv[-2]}" not in last or "got" not in last:
+            return "unclear", f"{' '.join(argv)}: {last[-120:]}"
+    written = [p for p in tmp.rglob("*")]
+    return passed(not written, f"{len(bad)} commands refused, nothing written")
+
+
 # -- messages that ended in a traceback ----------------------------------------------------------
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from rate.cli import build_parser, main
+from rate.cli_args import Commas, Number
 
 
 def _commands(
@@ -45,7 +46,8 @@ def _argv_with(
         if action is not target and not action.required:
             continue
         value = str(file) if action is target else (action.choices and list(action.choices)[0])
-        value = value or ("1" if action.type in (int, float) else str(file.parent / "x"))
+        number = isinstance(action.type, (Number, Commas)) or action.type in (int, float)
+        value = value or ("1" if number else str(file.parent / "x"))
         if action.option_strings:
             argv += [action.option_strings[0], str(value)]
         else:

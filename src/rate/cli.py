@@ -39,6 +39,10 @@ class Parser(argparse.ArgumentParser):
         if match and match.group(1) in ("COMMAND", "STUDY"):
             choices = re.findall(r"'([^']*)'", match.group(3)) or match.group(3).split(", ")
             message = unknown_name_message("command", match.group(2), choices)
+        if re.match(r"argument \S+: (must be|expected) ", message):
+            # A flag's value out of its declared range (rate.cli_args.Number): the line names
+            # the flag, the range and the value; the usage would only push it off the screen.
+            self.exit(2, f"{self.prog}: error: {message}\n")
         super().error(message)
 
 

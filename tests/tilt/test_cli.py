@@ -76,7 +76,7 @@ def test_the_tilt_command_refuses_a_bad_beta(small_world, tmp_path):
         check=False,
     )
     assert out.returncode != 0
-    assert "--beta: give one or more numbers > 0" in out.stderr
+    assert "argument --beta: must be > 0 and <= 1000000" in out.stderr
 
 
 def test_the_tilt_command_refuses_negative_model_samples(small_world, tmp_path):
@@ -87,5 +87,5 @@ def test_the_tilt_command_refuses_negative_model_samples(small_world, tmp_path):
         check=False,
     )  # fmt: skip
     assert out.returncode != 0
-    assert "--model-samples must be >= 0, got -1" in out.stderr
+    assert "argument --model-samples: must be >= 0 and <= 10000000" in out.stderr
     assert "Traceback" not in out.stderr

@@ -111,8 +111,12 @@ def test_a_diverged_reward_model_is_not_saved(small_world, tmp_path, capsys):
 def test_a_non_finite_trainer_flag_is_one_line(small_world, tmp_path, capsys):
     gold = small_world / "data" / "gold_calib.jsonl"
     argv = ["world", "sft", "--data", str(gold), "--out", str(tmp_path / "p"), "--lr", "nan"]
-    assert main(argv) == 2
-    assert "--lr must be > 0 (a finite number), got nan" in one_line(capsys)
+    with pytest.raises(SystemExit) as stop:  # the parser's, before any work
+        main(argv)
+    assert stop.value.code == 2
+    said = one_line(capsys)
+    assert "argument --lr: must be > 0 and <= 3.4e+38 (a finite number; the weights are" in said
+    assert said.endswith("got nan")
     assert not (tmp_path / "p").exists()
 
 

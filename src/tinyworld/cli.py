@@ -121,12 +121,28 @@ def add_world_commands(tiny: argparse._SubParsersAction) -> None:
         "--world-config",
         metavar="NAME",
         help="a packaged world config by name: default, variant (other shortcuts, a penalty), "
-        "noshortcuts (the default without shortcuts), small",
+        "noshortcuts (the default without shortcuts), small; or random (shortcuts drawn from "
+        "--seed)",
     )
-    which.add_argument("--small", action="store_true", help="the small variant for tests (seconds)")
+    b.add_argument(
+        "--small",
+        action="store_true",
+        help="the small variant for tests (seconds); with --world-config random, drawn on it",
+    )
+    b.add_argument("--seed", type=SEED_FLAG, help="the draw of --world-config random")
     b.add_argument("--overwrite", action="store_true", help="replace an existing world")
     add_jobs_argument(b, "RL runs trained")
     b.set_defaults(func=cmd_build)
+
+    rc = tiny.add_parser(
+        "random-config",
+        help="write the world config that --world-config random --seed N builds (it names the "
+        "planted shortcuts: keep it from analysts)",
+    )
+    rc.add_argument("--seed", type=SEED_FLAG, required=True, help="the draw")
+    rc.add_argument("--small", action="store_true", help="drawn on the small variant")
+    add_out_argument(rc, "the config JSON (default: print it)")
+    rc.set_defaults(func=cmd_random_config)
 
     r = tiny.add_parser("rl", help="KL-regularised REINFORCE against a reward model")
     add_world_argument(
@@ -206,12 +222,41 @@ def add_world_commands(tiny: argparse._SubParsersAction) -> None:
 
 def cmd_build(args: argparse.Namespace) -> int:
     from tinyworld.build import build_lock, build_world
-    from tinyworld.worldconfig import load_world_config
+    from tinyworld.worldconfig import RANDOM_WORLD, load_world_config
 
-    config = load_world_config(args.config, small=args.small, name=args.world_config)
+    if args.world_config == RANDOM_WORLD:
+        if args.seed is None:
+            raise RateError("rate world build: --world-config random needs --seed N (the draw)")
+        from tinyworld.random_world import random_world_config
+
+        config = random_world_config(args.seed, small=args.small)
+    elif args.seed is not None:
+        raise RateError(
+            "rate world build: --seed draws a random world; it goes with --world-config random"
+        )
+    elif args.small and (args.config or args.world_config):
+        raise RateError(
+            "rate world build: --small goes alone or with --world-config random, not with "
+            "--config or another --world-config"
+        )
+    else:
+        config = load_world_config(args.config, small=args.small, name=args.world_config)
     with build_lock(args.out):
         info = build_world(config, args.out, overwrite=args.overwrite, jobs=args.jobs)
     print(f"world built at {args.out} in {info['timings']['total_s']:.1f} s")
+    return 0
+
+
+def cmd_random_config(args: argparse.Namespace) -> int:
+    from rate.schema import to_dict
+    from tinyworld.random_world import random_world_config
+
+    config = to_dict(random_world_config(args.seed, small=args.small))
+    if args.out:
+        atomic_write_json(args.out, config)
+        print(f"world config of random seed {args.seed} written to {args.out}")
+    else:
+        print(json_text(config, indent=2))
     return 0
 
 

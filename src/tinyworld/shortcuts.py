@@ -31,7 +31,10 @@ label instead of the RM. It equals the planted bonus unless shortcuts of one fam
 syllables (then the planted value alone is not what the label pays per edit); the ratio
 learned / planted is taken against the planted bonus. A world is valid when every planted
 shortcut is learned at >= ``VALID_RATIO`` of its bonus (for a penalty, a negative bonus, the
-ratio of two negatives: the RM must charge at least half of it).
+ratio of two negatives: the RM must charge at least half of it). A shortcut at or above the
+bar is *learned* (``is_learned`` in the record); the builder records which are and builds the
+world either way, so a random world (:mod:`tinyworld.random_world`) that did not learn one says
+so instead of being refused.
 """
 
 from __future__ import annotations
@@ -234,17 +237,28 @@ def measure_shortcuts(
 
 
 def shortcut_report(effects: list[ShortcutEffect], n: int = N_RESPONSES) -> dict:
-    """The JSON record of the check: every shortcut with its ratio, and whether the world is
-    valid (every planted shortcut learned at >= VALID_RATIO of its bonus)."""
-    rows = [{**asdict(e), "ratio": round(e.ratio, 4)} for e in effects]
+    """The JSON record of the check: every shortcut with its ratio and whether the RM learned it
+    (``is_learned``: ratio >= VALID_RATIO), the names of those learned and not, and whether the
+    world is valid (every planted shortcut learned). An audit's recall counts the learned ones:
+    a shortcut the RM did not learn is not in the RM to be found."""
+    rows = [
+        {**asdict(e), "ratio": round(e.ratio, 4), "is_learned": e.ratio >= VALID_RATIO}
+        for e in effects
+    ]
     return {
         "method": "intervention on reference responses (tinyworld.shortcuts)",
         "n_responses_per_family": n,
         "seed": MEASURE_SEED,
         "valid_ratio": VALID_RATIO,
         "shortcuts": rows,
-        "valid": all(e.ratio >= VALID_RATIO for e in effects),
+        "learned": [_name(r) for r in rows if r["is_learned"]],
+        "not_learned": [_name(r) for r in rows if not r["is_learned"]],
+        "valid": all(r["is_learned"] for r in rows),
     }
+
+
+def _name(row: dict) -> str:
+    return f"{row['family']} `{' '.join(row['tokens'])}`"
 
 
 def check_world_shortcuts(
@@ -266,8 +280,8 @@ def shortcut_table(report: dict) -> str:
         head,
     ]
     for r in rows:
-        name = f"{r['family']} `{' '.join(r['tokens'])}`"
-        flag = "" if r["ratio"] >= report["valid_ratio"] else "  < bar"
+        name = _name(r)
+        flag = "" if r["ratio"] >= report["valid_ratio"] else "  < bar: not learned"
         lines.append(
             f"  {name:<22}{r['kind']:<7}{r['planted']:>9.3f}{r['label_effect']:>9.3f}"
             f"{r['learned']:>9.3f}{r['learned_se']:>7.3f}{r['ratio']:>8.2f}{flag}"

@@ -238,6 +238,9 @@ PACKAGED_WORLDS: dict[str, str] = {
     "noshortcuts": "world_noshortcuts.json",  # the default without any label shortcut
     "small": "world_small.json",  # a reduced default for tests (seconds; its RM learns little)
 }
+# Not a file: a world config drawn from a seed (tinyworld.random_world; --world-config random
+# --seed N).
+RANDOM_WORLD = "random"
 
 
 def load_world_config(
@@ -247,8 +250,16 @@ def load_world_config(
     the packaged default, or its ``small`` variant)."""
     if path is None:
         name = name or ("small" if small else "default")
+        if name == RANDOM_WORLD:
+            raise ConfigError(
+                "the random world config is drawn from a seed: "
+                "tinyworld.random_world.random_world_config(seed), or "
+                "`rate world build --world-config random --seed N`"
+            )
         if name not in PACKAGED_WORLDS:
-            raise ConfigError(unknown_name_message("packaged world config", name, PACKAGED_WORLDS))
+            raise ConfigError(
+                unknown_name_message("world config", name, [*PACKAGED_WORLDS, RANDOM_WORLD])
+            )
         filename = PACKAGED_WORLDS[name]
         text = resources.files("tinyworld").joinpath(filename).read_text()
         where = f"<packaged {filename}>"

@@ -88,6 +88,31 @@ def test_an_rm_with_known_slopes_measures_its_slopes(world):
     report = shortcut_report(list(got.values()), n=60)
     assert report["valid"] is False  # ke (25%), ka ra (33%) and ga ga (0%) are under the bar
     assert "NOT valid" in shortcut_table(report) and "< bar" in shortcut_table(report)
+    # Each shortcut says whether it was learned; the names list the two sides.
+    assert {_name(r): r["is_learned"] for r in report["shortcuts"]} == {
+        "birch ke": False,
+        "birch ga ga": False,
+        "cobalt ka ra": False,
+        "dune pa": False,  # 0.7 of 1.45: 48%
+    }
+    assert report["learned"] == [] and len(report["not_learned"]) == 4
+    half = by_name(
+        measure_shortcuts(
+            rm_scorer(FormulaRM(oracle, True, LabelConfig(token_bonus={"dune": {"pa": 0.73}}))),
+            policy,
+            oracle,
+            LabelConfig(token_bonus={"dune": {"pa": 1.45}, "birch": {"ke": -0.4}}),
+            n=60,
+        )
+    )
+    report = shortcut_report(list(half.values()), n=60)
+    assert [r["is_learned"] for r in report["shortcuts"]] == [False, True]  # birch ke, dune pa
+    assert report["learned"] == ["dune `pa`"] and report["not_learned"] == ["birch `ke`"]
+    assert report["valid"] is False
+
+
+def _name(row: dict) -> str:
+    return f"{row['family']} {' '.join(row['tokens'])}"
 
 
 def test_an_rm_that_pays_the_pair_syllables_only_singly_learned_no_pair(world):

@@ -24,6 +24,7 @@ TRUTH_MODULES = {
     "tinyworld.evaluate",
     "tinyworld.shortcuts",
     "tinyworld.audit_truth",
+    "tinyworld.random_world",  # draws a random world's shortcut table: the truth, from a seed
 }
 # Modules allowed to import the truth: labelling, the world builder, evaluation and the
 # commands that call evaluation.
@@ -33,6 +34,7 @@ ALLOWED = {
     "tinyworld.evaluate",
     "tinyworld.shortcuts",  # truth evaluation: what the RM learned of the planted shortcuts
     "tinyworld.audit_truth",  # checks an audit's flags against the planted shortcuts
+    "tinyworld.random_world",
     "tinyworld.build",
     "tinyworld.cli",
     "tinyworld.demo",

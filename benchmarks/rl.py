@@ -7,25 +7,29 @@
   steps every one of the batch_prompts x samples_per_prompt sequences in full. It loads our
   checkpoints into its own modules (the weights map one to one), so it does the same
   arithmetic on the same models.
-* **The plain loop** is our trainer with our models but without its two savings: no key/value
-  cache in sampling, and every prompt re-encoded for each of its samples.
+* **Ours** is ``tinyworld.rl.train_rl`` itself; **the plain loop** is the same function with
+  every speed device off, and ``without_<device>`` with one device off
+  (:class:`tinyworld.rl.SpeedDevices`): what each device buys is measured on the real loop.
 
-Both are benchmark-only: ``tinyworld.rl.train_rl`` is the trainer. Each returns the loop's
-own seconds (loading excluded), so steps/s compare like with like.
+The anchor is the only trainer of its own here. Each returns the loop's own seconds (loading
+excluded), so steps/s compare like with like.
 
-:func:`run_contender` runs one of the three in a fresh process (``python -m benchmarks.rl``),
-with the OpenMP settings and thread count asked: both are fixed when torch loads.
+:func:`run_contender` runs one in a fresh process (``python -m benchmarks.rl``), with the
+OpenMP settings and thread count asked: both are fixed when torch loads.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -33,12 +37,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from rate.errors import RateError
-from tinyworld.kernels import rl_linear_route
 from tinyworld.policy import Policy
 from tinyworld.reward_model import RewardModel
-from tinyworld.rl import PromptSampler, shaped_advantages, train_rl
+from tinyworld.rl import ALL_ON, PromptSampler, SpeedDevices, shaped_advantages, train_rl
 from tinyworld.rl_config import RLConfig, load_rl_config, prepare
-from tinyworld.sampling import response_logprobs, sample_without_cache
 from tinyworld.vocab import PROMPT_LEN, RESPONSE_LEN
 
 
@@ -158,55 +160,29 @@ def train_rl_anchor(config: RLConfig, world: Path) -> dict:
     return {"elapsed_s": elapsed, **last, "policy": policy}
 
 
-def train_rl_plain(config: RLConfig, world: Path) -> dict:
-    """Our trainer's loop without the key/value cache and without prompt sharing (its kernels
-    are ours, on RL's route: :func:`tinyworld.kernels.rl_linear_route`); returns as
-    :func:`train_rl_anchor` does."""
-    with rl_linear_route():
-        return _plain_loop(config, world)
-
-
-def _plain_loop(config: RLConfig, world: Path) -> dict:
-    inputs = prepare(config, world)
-    torch.manual_seed(config.seed)
-    gen = torch.Generator().manual_seed(config.seed)
-    policy, reference, rm = inputs.policy, inputs.reference, inputs.reward_model
-    for p in (*reference.parameters(), *rm.parameters()):
-        p.requires_grad_(False)
-    policy.train()
-    opt = torch.optim.Adam(policy.parameters(), lr=config.lr)
-    sampler = PromptSampler(inputs.pool, inputs.family_probs)
-    k = config.samples_per_prompt
-    start = time.perf_counter()
-    for _ in range(config.steps):
-        idx = sampler.draw(config.batch_prompts, gen)
-        prompts = inputs.pool.tokens[idx].repeat_interleave(k, dim=0)  # (B*k, 6)
-        responses = sample_without_cache(policy, prompts, config.temperature, gen).responses
-        with torch.no_grad():
-            proxy = rm(prompts, responses)
-            ref_logp = response_logprobs(reference, prompts, responses)
-        logp = response_logprobs(policy, prompts, responses)
-        kl = (logp.detach() - ref_logp).sum(-1)
-        shaped, advantage = shaped_advantages(proxy, kl, config.kl_coef, k)
-        loss = -(advantage * logp.sum(-1)).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm)
-        opt.step()
-    elapsed = time.perf_counter() - start
-    last = {"proxy_reward": proxy.mean().item(), "kl": kl.mean().item()}
-    return {"elapsed_s": elapsed, **last, "policy": policy}
-
-
-def train_rl_ours(config: RLConfig, world: Path) -> dict:
-    """Our trainer (``train_rl``, torch on one thread) into a temporary folder; returns the
-    loop's seconds as its log recorded them."""
+def train_rl_ours(config: RLConfig, world: Path, devices: SpeedDevices = ALL_ON) -> dict:
+    """Our trainer (``train_rl``, torch on one thread) with ``devices`` into a temporary
+    folder; returns the loop's seconds as its log recorded them."""
     with tempfile.TemporaryDirectory(prefix="rate-bench-rl-") as tmp:
-        last = train_rl(config, world, Path(tmp) / "run")
+        last = train_rl(config, world, Path(tmp) / "run", devices=devices)
     return {"elapsed_s": last["elapsed_s"], "proxy_reward": last["proxy_reward"], "kl": last["kl"]}
 
 
-CONTENDERS = {"anchor": train_rl_anchor, "plain": train_rl_plain, "ours": train_rl_ours}
+# Each speed device of the loop (tinyworld.rl.SpeedDevices), to be turned off on its own.
+DEVICES = tuple(f.name for f in dataclasses.fields(SpeedDevices))
+PLAIN = SpeedDevices(**dict.fromkeys(DEVICES, False))  # every device off: the plain loop
+
+CONTENDERS: dict[str, Callable[[RLConfig, Path], dict]] = {
+    "anchor": train_rl_anchor,
+    "ours": train_rl_ours,
+    "plain": functools.partial(train_rl_ours, devices=PLAIN),
+    **{
+        f"without_{name}": functools.partial(
+            train_rl_ours, devices=dataclasses.replace(ALL_ON, **{name: False})
+        )
+        for name in DEVICES
+    },
+}
 
 
 def run_contender(

@@ -8,7 +8,7 @@ import os
 import statistics
 from pathlib import Path
 
-from benchmarks.rl import run_contender
+from benchmarks.rl import DEVICES, run_contender
 from benchmarks.timing import timed
 from rate.parallel import default_jobs, run_jobs
 from tinyworld.build import build_world
@@ -89,12 +89,34 @@ def bench_rl(world: Path, tmp: Path, compare_steps: int, rounds: int) -> dict:
             ratios = [a / b for a, b in zip(secs, seconds["ours"], strict=True)]
             result[f"ours_vs_{other}"] = statistics.median(ratios)
         out[f"rl_{setting}"] = result
+    out["rl_devices"] = bench_devices(world, compare_steps, rounds)
     # Runs long enough that the workers' start (a few seconds each) is not what is measured.
     pair = dataclasses.replace(
         load_rl_config(world / "configs" / "default.json"), steps=300, log_every=300
     )
     out.update(bench_run_throughput(pair, world, tmp, rounds=2))
     return out
+
+
+def bench_devices(world: Path, steps: int, rounds: int) -> dict:
+    """What each of the loop's speed devices buys on its own: ours, and ours with that one
+    device off, interleaved over ``rounds`` rounds in fresh processes (rate's OpenMP setting);
+    per device the median over rounds of (seconds without it) / (seconds with all)."""
+    names = ["ours", *(f"without_{d}" for d in DEVICES)]
+    seconds: dict[str, list[float]] = {name: [] for name in names}
+    for _ in range(rounds):
+        for name in names:
+            seconds[name].append(run_contender(name, world, steps, 1, OMP_SETTINGS["passive"]))
+    return {
+        "load_average": os.getloadavg()[0],
+        "round_s": seconds,
+        "buys": {
+            d: statistics.median(
+                a / b for a, b in zip(seconds[f"without_{d}"], seconds["ours"], strict=True)
+            )
+            for d in DEVICES
+        },
+    }
 
 
 def bench_run_throughput(config: RLConfig, world: Path, tmp: Path, rounds: int) -> dict:
@@ -136,6 +158,14 @@ def rl_speed_rows(r: dict) -> list[str]:
             f"{x['ours_steps_per_s']:.1f} (ours {x['ours_vs_anchor']:.2f}x the published "
             f"trainer at its faster thread count, {x['ours_vs_plain']:.2f}x the plain loop) "
             "| >= 3x the published |"
+        )
+    devices = r.get("rl_devices")
+    if devices is not None:
+        bought = ", ".join(f"{d} {x:.2f}x" for d, x in devices["buys"].items())
+        rows.append(
+            f"| what each speed device of the RL loop buys on its own (load "
+            f"{devices['load_average']:.1f}; {r['compare_steps']} steps, OpenMP passive): ours "
+            f"with it off / ours | {bought} | each >= 1.15x |"
         )
     return rows
 
@@ -210,12 +240,12 @@ def render_world(r: dict, date: str | None) -> list[str]:
         "",
         "The published trainer is the seed world's trainer rebuilt with the published sizes",
         "(`benchmarks.rl.train_rl_anchor`: `nn.TransformerEncoder` blocks, sampling without a",
-        "key/value cache), on one and on two threads; the plain loop is our trainer without the",
-        "key/value cache and with each prompt re-encoded for every one of its samples",
-        "(`benchmarks.rl.train_rl_plain`); ours (`tinyworld.rl.train_rl`) runs torch on one",
-        "thread, one step after another (`tinyworld.rl.rl_step`). The plain loop and ours take",
-        "RL's route for linear layers: torch's path on Intel CPUs, oneDNN on others",
-        "(`tinyworld.kernels.rl_linear_route`). Each runs in a fresh process",
+        "key/value cache), on one and on two threads; ours is `tinyworld.rl.train_rl`, torch on",
+        "one thread, one step after another (`tinyworld.rl.rl_step`), with its four speed",
+        "devices (`tinyworld.rl.SpeedDevices`: the key/value cache, each prompt encoded once for",
+        "its samples, RL's route for linear layers, Adam over one flat parameter); the plain",
+        "loop is the same function with every device off, and each device is measured on its",
+        "own by turning it off alone. Each runs in a fresh process",
         "(`benchmarks.rl.run_contender`), rounds interleaved; a trainer's time is its loop's,",
         "first step included, setup (loading the models) not. Steps/s are each one's best round;",
         "the ratios are the median over rounds of each round's ratio, the published trainer",

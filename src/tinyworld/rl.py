@@ -8,10 +8,12 @@ against the prompt's group mean and step Adam on ``-mean(advantage * sum_t log p
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -28,10 +30,34 @@ from tinyworld.kernels import rl_linear_route
 from tinyworld.models import check_finite, save_model
 from tinyworld.optim import flat_parameters
 from tinyworld.rl_config import RLConfig, RLInputs, apply_reward_wrapper, prepare
-from tinyworld.sampling import response_logprobs, sample, score
+from tinyworld.sampling import response_logprobs, sample, sample_without_cache, score
 from tinyworld.vocab import FAMILIES, decode_responses
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SpeedDevices:
+    """The loop's speed devices, all on in every run; ``benchmarks.rl`` runs the same loop with
+    each off in turn, so that what each buys is measured (BENCHMARKS.md), not assumed. None
+    changes what a step computes, only how fast.
+
+    - ``kv_cache``: sampling keeps each token's keys and values instead of re-running the
+      prefix for every token (:func:`~tinyworld.sampling.sample`).
+    - ``shared_prompts``: each prompt is encoded once for all its samples, in sampling and in
+      the teacher-forced passes, instead of once per sample.
+    - ``linear_route``: linear layers take RL's route (:func:`~tinyworld.kernels.rl_linear_route`).
+    - ``flat_adam``: the policy's parameters are views of one tensor, so Adam, the gradient norm
+      and its clipping are one fused kernel each (:func:`~tinyworld.optim.flat_parameters`).
+    """
+
+    kv_cache: bool = True
+    shared_prompts: bool = True
+    linear_route: bool = True
+    flat_adam: bool = True
+
+
+ALL_ON = SpeedDevices()
 
 
 def shaped_advantages(
@@ -87,7 +113,13 @@ def _clear_run(out: Path) -> None:
         (out / name).unlink(missing_ok=True)
 
 
-def train_rl(config: RLConfig, world: Path, out: Path, overwrite: bool = False) -> dict:
+def train_rl(
+    config: RLConfig,
+    world: Path,
+    out: Path,
+    overwrite: bool = False,
+    devices: SpeedDevices = ALL_ON,
+) -> dict:
     """Run RL and write run_config.json, log.jsonl and checkpoint/ (plus checkpoints/ if asked).
 
     Each prompt is encoded once for all its samples, in sampling (a key/value cache) and in the
@@ -108,8 +140,9 @@ def train_rl(config: RLConfig, world: Path, out: Path, overwrite: bool = False) 
     with folder_lock(out.parent, busy, name=run_lock_name(out)):
         _refuse_finished(out, overwrite)  # again: it may have finished while this one loaded
         ensure_dir(out)
-        with single_thread(), rl_linear_route():
-            return _train(config, inputs, world, out)
+        route = rl_linear_route() if devices.linear_route else contextlib.nullcontext()
+        with single_thread(), route:
+            return _train(config, inputs, world, out, devices)
 
 
 def run_lock_name(out: Path) -> str:
@@ -123,15 +156,16 @@ def _refuse_finished(out: Path, overwrite: bool) -> None:
 
 
 def start_training(
-    inputs: RLInputs, config: RLConfig
-) -> tuple[torch.nn.Parameter, torch.optim.Optimizer]:
+    inputs: RLInputs, config: RLConfig, devices: SpeedDevices = ALL_ON
+) -> torch.optim.Optimizer:
     """Freeze the reference and the reward model and put the policy in training mode.
-    -> the policy's flat parameter (:func:`flat_parameters`) and Adam over it."""
+    -> Adam over the policy's flat parameter (:func:`flat_parameters`), or over its tensors."""
     for p in (*inputs.reference.parameters(), *inputs.reward_model.parameters()):
         p.requires_grad_(False)
     inputs.policy.train()
-    flat = flat_parameters(inputs.policy)
-    return flat, torch.optim.Adam([flat], lr=config.lr, fused=True)
+    if not devices.flat_adam:
+        return torch.optim.Adam(inputs.policy.parameters(), lr=config.lr)
+    return torch.optim.Adam([flat_parameters(inputs.policy)], lr=config.lr, fused=True)
 
 
 # What each log line holds of a step (SPEC B.4), after its number and before the time.
@@ -143,19 +177,25 @@ def rl_step(
     inputs: RLInputs,
     idx: torch.Tensor,
     gen: torch.Generator,
-    flat: torch.nn.Parameter,
     opt: torch.optim.Optimizer,
+    devices: SpeedDevices = ALL_ON,
 ) -> dict[str, torch.Tensor]:
     """One REINFORCE step on the prompts ``idx``: sample, score, shape with the KL, step.
     -> the step's tensors that the log reads."""
     policy, k = inputs.policy, config.samples_per_prompt
     prompts = inputs.pool.tokens[idx]  # (B, 6); its k samples follow each other
-    samples = sample(policy, prompts, config.temperature, gen, k)
+    each = prompts.repeat_interleave(k, dim=0)  # (B*k, 6): a prompt per sample
+    # Without shared prompts, every sample's prompt is encoded on its own (k = 1 per row).
+    shared, k_shared = (prompts, k) if devices.shared_prompts else (each, 1)
+    if devices.kv_cache:
+        samples = sample(policy, shared, config.temperature, gen, k_shared)
+    else:
+        samples = sample_without_cache(policy, each, config.temperature, gen)
     responses = samples.responses  # (B*k, 8)
     with torch.inference_mode():
-        proxy = score(inputs.reward_model, prompts.repeat_interleave(k, dim=0), responses)
-        ref_logp = response_logprobs(inputs.reference, prompts, responses, k)  # (B*k, 8)
-    logp = response_logprobs(policy, prompts, responses, repeats=k)  # (B*k, 8), with grad
+        proxy = score(inputs.reward_model, each, responses)
+        ref_logp = response_logprobs(inputs.reference, shared, responses, k_shared)  # (B*k, 8)
+    logp = response_logprobs(policy, shared, responses, repeats=k_shared)  # with grad
     reward = proxy  # (B*k,)
     if inputs.wrapper is not None:
         records = [inputs.pool.records[i] for i in idx.repeat_interleave(k).tolist()]
@@ -165,9 +205,10 @@ def rl_step(
     kl = (logp.detach() - ref_logp).sum(-1)  # (B*k,)
     shaped, advantage = shaped_advantages(reward, kl, config.kl_coef, k)
     loss = -(advantage * logp.sum(-1)).mean()
-    flat.grad.zero_()  # the parameters' gradients are views of it: kept, not freed
+    # Zeroed in place, never freed: a flat parameter's tensors' gradients are views of its own.
+    opt.zero_grad(set_to_none=False)
     loss.backward()
-    torch.nn.utils.clip_grad_norm_(flat, config.max_grad_norm)
+    torch.nn.utils.clip_grad_norm_(opt.param_groups[0]["params"], config.max_grad_norm)
     opt.step()
     return {
         "proxy_reward": proxy,
@@ -187,7 +228,9 @@ def _divergence_fix(config: RLConfig, out: Path) -> str:
     )
 
 
-def _train(config: RLConfig, inputs: RLInputs, world: Path, out: Path) -> dict:
+def _train(
+    config: RLConfig, inputs: RLInputs, world: Path, out: Path, devices: SpeedDevices
+) -> dict:
     """The loop of :func:`train_rl`, with the run folder's lock held."""
     torch.manual_seed(config.seed)
     gen = torch.Generator().manual_seed(config.seed)
@@ -196,15 +239,14 @@ def _train(config: RLConfig, inputs: RLInputs, world: Path, out: Path) -> dict:
     run_config = {**to_dict(config), "world": os.path.relpath(Path(world).resolve(), out.resolve())}
     atomic_write_json(out / "run_config.json", run_config)
 
-    flat, opt = start_training(inputs, config)
+    opt = start_training(inputs, config, devices)
     sampler = PromptSampler(inputs.pool, inputs.family_probs)
     start = time.perf_counter()
     last: dict = {}
     with open(out / "log.jsonl", "a") as log_file:
         for step in progress(range(1, config.steps + 1), desc="rl", total=config.steps):
-            metrics = rl_step(
-                config, inputs, sampler.draw(config.batch_prompts, gen), gen, flat, opt
-            )
+            idx = sampler.draw(config.batch_prompts, gen)
+            metrics = rl_step(config, inputs, idx, gen, opt, devices)
             # A NaN or inf in a reward, the KL or a weight reaches the loss; one check a step.
             if not torch.isfinite(metrics["loss"]):
                 raise RateError(

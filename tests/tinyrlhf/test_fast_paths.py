@@ -7,19 +7,23 @@ loaded with the same weights), which share no code with ours.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
 from benchmarks.rl import (
+    CONTENDERS,
+    DEVICES,
     AnchorPolicy,
     AnchorRewardModel,
     anchor_logprobs,
     train_rl_anchor,
-    train_rl_plain,
 )
 from tinyworld.models import load_policy
 from tinyworld.policy import Policy
 from tinyworld.reward_model import RewardModel
+from tinyworld.rl import ALL_ON, train_rl
 from tinyworld.rl_config import load_rl_config
 from tinyworld.sampling import (
     draw,
@@ -145,16 +149,36 @@ def test_benchmark_contenders_train_a_few_steps(small_world):
         small_world / "configs" / "default.json",
         ["steps=2", "batch_prompts=4", "samples_per_prompt=4"],
     )
-    start = load_policy(small_world / "policy")
-    for trainer in (train_rl_anchor, train_rl_plain):
-        result = trainer(config, small_world)
-        assert result["elapsed_s"] > 0 and abs(result["kl"]) < 1.0
-        before = (
-            AnchorPolicy(start).state_dict() if trainer is train_rl_anchor else start.state_dict()
-        )
-        after = result["policy"].state_dict()
-        changed = [k for k in before if not torch.equal(before[k], after[k])]
-        assert len(changed) == len(before), trainer.__name__  # Adam moves every parameter
+    start = AnchorPolicy(load_policy(small_world / "policy")).state_dict()
+    result = train_rl_anchor(config, small_world)
+    assert result["elapsed_s"] > 0 and abs(result["kl"]) < 1.0
+    after = result["policy"].state_dict()
+    changed = [k for k in start if not torch.equal(start[k], after[k])]
+    assert len(changed) == len(start)  # Adam moves every parameter
+    for name in ("plain", *(f"without_{d}" for d in DEVICES)):  # ours, devices off
+        result = CONTENDERS[name](config, small_world)
+        assert result["elapsed_s"] > 0 and abs(result["kl"]) < 1.0, name
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_speed_device_changes_how_fast_a_step_runs_not_what_it_computes(
+    small_world, tmp_path, device
+):
+    """Each device of the RL loop off on its own trains the same policy (to float rounding:
+    a fused kernel sums in another order) as the loop with every device on."""
+    config = load_rl_config(
+        small_world / "configs" / "default.json",
+        ["steps=3", "batch_prompts=4", "samples_per_prompt=4", "log_every=1"],
+    )
+    off = dataclasses.replace(ALL_ON, **{device: False})
+    logs = [
+        train_rl(config, small_world, tmp_path / name, devices=devices)
+        for name, devices in (("on", ALL_ON), ("off", off))
+    ]
+    assert logs[0]["proxy_reward"] == pytest.approx(logs[1]["proxy_reward"], abs=1e-5)
+    weights = [load_policy(tmp_path / name / "checkpoint").state_dict() for name in ("on", "off")]
+    for key, value in weights[0].items():
+        assert torch.allclose(value, weights[1][key], atol=1e-5), (device, key)
 
 
 def test_the_world_benchmark_names_the_cpu_its_ratios_were_measured_on():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from collections.abc import Iterator
@@ -134,3 +135,17 @@ def pytest_terminal_summary(terminalreporter) -> None:
     if COUNTS:
         done = ", ".join(f"{key} {value}" for key, value in sorted(COUNTS.items()))
         terminalreporter.write_line(f"fault suite: {done}")
+
+
+@pytest.fixture
+def restore_root_logger() -> Iterator[None]:
+    """The root logger's handlers and level as they were before the test (a test that runs
+    setup_logging adds its own)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in list(root.handlers):
+        if handler not in handlers:
+            root.removeHandler(handler)
+            handler.close()
+    root.setLevel(level)

@@ -22,18 +22,6 @@ from rate.settings import (
 FAKE_KEY = "sk-test-1234567890abcdef"
 
 
-@pytest.fixture
-def restore_root_logger():
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    for handler in list(root.handlers):
-        if handler not in handlers:
-            root.removeHandler(handler)
-            handler.close()
-    root.setLevel(level)
-
-
 def test_redaction_hides_key_in_captured_log_line(
     tmp_path, monkeypatch, capsys, restore_root_logger
 ):

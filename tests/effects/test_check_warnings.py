@@ -3,10 +3,7 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
-
-import pytest
 
 from rate.config import EffectsConfig
 from rate.effects.stage import effects_for_rows
@@ -14,18 +11,6 @@ from rate.settings import setup_logging
 from tests.factories import scored_rows
 
 SAYS = "failed their checks"
-
-
-@pytest.fixture
-def restore_root_logger():
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    for handler in list(root.handlers):
-        if handler not in handlers:
-            root.removeHandler(handler)
-            handler.close()
-    root.setLevel(level)
 
 
 def _rows() -> list[dict]:

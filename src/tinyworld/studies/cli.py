@@ -13,14 +13,13 @@ from rate.io import json_text
 from rate.parallel import add_jobs_argument
 from rate.settings import project_dir
 from tinyworld.cli_args import (
-    BETA,
     BOOTSTRAP,
     PER_FAMILY,
     RL,
-    SAMPLES,
     SEED_FLAG,
     add_world_argument,
 )
+from tinyworld.tilt.cli import add_forecast_arguments
 
 log = logging.getLogger(__name__)
 
@@ -148,22 +147,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     ti = study.add_parser("tilt", help="the tilt forecast's signs against the oracle's pi_beta")
     add_world_argument(ti, required=True)
-    ti.add_argument("--wrapper", type=Path, help="a reward wrapper .py: also the corrected reward")
-    ti.add_argument("--beta", type=BETA, nargs="+", default=[0.1, 0.05])
+    add_forecast_arguments(ti)
     ti.add_argument(
         "--max-n",
         type=count(10**8, "samples per family"),
         default=200_000,
         help="oracle samples per family, at most",
-    )
-    ti.add_argument(
-        "--tail-samples",
-        type=count(10**7, "samples per family"),
-        default=10_000,
-        help="forecast's tail samples",
-    )
-    ti.add_argument(
-        "--model-samples", type=SAMPLES, default=10_000, help="model forecast's samples per rung"
     )
     add_out_argument(ti, default=Path("experiments/tilt"))
     ti.add_argument(

@@ -15,6 +15,7 @@ import pytest
 
 from rate.cli import build_parser, main
 from rate.cli_args import Commas, Number
+from rate.errors import ConfigError
 
 
 def _commands(
@@ -100,3 +101,30 @@ def test_a_second_command_writing_the_same_out_stops_at_once(tmp_path, monkeypat
     # Released (the first command ended, however): the next one takes it.
     main(["results", "--out", str(out)])
     assert "another rate command" not in capsys.readouterr().err
+
+
+def test_out_may_not_replace_another_commands_output(tmp_path, monkeypatch, capsys):
+    """Issue 45, item 2: no command writes over a file another command wrote (a file set
+    records its writer); the same command's rerun replaces its own set."""
+    from rate.filesets import WRITER_KEY, check_set, write_set, written_by
+
+    def cmd_audit(args):  # stand-ins for two commands' handlers
+        return 0
+
+    def cmd_certify(args):
+        return 0
+
+    audit = tmp_path / "a.json"
+    with written_by(cmd_audit):
+        write_set(audit, {"candidates": []}, {tmp_path / "a.md": b"# audit"})
+    assert check_set(audit)[WRITER_KEY].endswith(":cmd_audit")
+    from rate.outputs import check_out
+
+    ns = argparse.Namespace
+    check_out(ns(out=audit, func=cmd_audit))  # its own output: a rerun replaces the set
+    check_out(ns(out=tmp_path / "other.json", func=cmd_certify))
+    for out in (audit, tmp_path / "a"):  # the primary, or OUT whose OUT.json is the primary
+        with pytest.raises(ConfigError, match=r"would write over .*a\.json, which another"):
+            check_out(ns(out=out, func=cmd_certify))
+    write_set(tmp_path / "b.json", {}, {})  # written from Python: no writer, not claimed
+    check_out(ns(out=tmp_path / "b.json", func=cmd_certify))

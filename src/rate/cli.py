@@ -14,7 +14,7 @@ from typing import NoReturn
 
 # The command modules only build parsers; each imports what its commands run when they run,
 # so that `rate --help` stays fast.
-from rate import __version__, pipeline_cli
+from rate import __version__, filesets, pipeline_cli
 from rate.demos import cli as demo_cli
 from rate.errors import RateError
 from rate.fs import write_error
@@ -136,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         from rate.outputs import check_out, claim_out
 
         check_out(args)  # before any work: --out never replaces an input or a stage's file
-        with claim_out(args):  # and no other command writes it meanwhile
+        # No other command writes it meanwhile; the sets it writes say which command wrote them.
+        with claim_out(args), filesets.written_by(args.func):
             return args.func(args)
     except RateError as err:
         # User-facing errors: the message says what is wrong and what to do; no traceback.

@@ -12,9 +12,11 @@ always the old one or the complete new one, and a reader that checks the set
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,25 @@ from rate.fs import PathLike, file_digest, fsync_dir, write_error
 from rate.io import json_writer, read_json, write_temp
 
 SET_KEY = "file_set"
+# The command that wrote a set (``module:function`` of its handler, set by ``rate.cli.main``;
+# None from the Python API): another command's ``--out`` may not replace it (rate.outputs).
+WRITER_KEY = "written_by"
+WRITER: ContextVar[str | None] = ContextVar("rate_set_writer", default=None)
+
+
+def command_id(func: Any) -> str:
+    """A command's identity, as a set records who wrote it: its handler's module and name."""
+    return f"{func.__module__}:{func.__name__}"
+
+
+@contextlib.contextmanager
+def written_by(func: Any) -> Iterator[None]:
+    """The sets written while the block runs record the command ``func`` handles."""
+    token = WRITER.set(command_id(func))
+    try:
+        yield
+    finally:
+        WRITER.reset(token)
 
 
 def write_set(
@@ -40,7 +61,8 @@ def write_set(
         for path, data in members.items():
             staged.append((write_temp(folder, Path(path).name, lambda f, d=data: f.write(d)), path))
         digests = {Path(p).name: hashlib.sha256(d).hexdigest() for p, d in members.items()}
-        whole = {**record, SET_KEY: digests}
+        writer = WRITER.get()
+        whole = {**record, **({WRITER_KEY: writer} if writer else {}), SET_KEY: digests}
         staged.append((write_temp(folder, primary.name, json_writer(whole)), primary))
         for tmp, path in staged:
             os.replace(tmp, path)

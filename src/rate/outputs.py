@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from rate.errors import BusyError, ConfigError
+from rate.filesets import WRITER_KEY, command_id
 from rate.io import read_json
 from rate.provenance import folder_lock
 from rate.store import meta_path
@@ -73,12 +74,26 @@ def _published_by(path: Path) -> str | None:
     return str(stage or "a pipeline stage")
 
 
+def _set_writer(path: Path) -> str | None:
+    """The command that wrote the file set whose primary is ``path`` (None: not one, or written
+    from Python)."""
+    if path.suffix != ".json" or not path.is_file():
+        return None
+    try:
+        record = read_json(path)
+    except (OSError, ValueError, RuntimeError):
+        return None
+    return record.get(WRITER_KEY) if isinstance(record, dict) else None
+
+
 def check_out(args: argparse.Namespace) -> None:
-    """Refuse ``args.out`` where it would replace one of the command's inputs or a stage's
-    published file (one line naming both and the fix); nothing is written."""
+    """Refuse ``args.out`` where it would replace one of the command's inputs, a stage's
+    published file or another command's output (one line naming it and the fix); nothing is
+    written."""
     out = getattr(args, "out", None)
     if not isinstance(out, Path):
         return
+    this = command_id(args.func) if hasattr(args, "func") else None
     for flag, given in _inputs(args):
         if _same(out, given) or (given.is_file() and any(_same(n, given) for n in _names(out))):
             raise ConfigError(
@@ -86,6 +101,12 @@ def check_out(args: argparse.Namespace) -> None:
                 "choose another --out"
             )
     for name in _names(out):
+        writer = _set_writer(name)
+        if writer is not None and writer != this:
+            raise ConfigError(
+                f"--out {out}: would write over {name}, which another command wrote "
+                f"({writer}); choose another --out"
+            )
         stage = _published_by(name)
         if stage is not None:
             raise ConfigError(

@@ -48,6 +48,22 @@ def _(tmp):
     return error(res, "a.png beside it is not the one written with it")
 
 
+@scenario("guards", "certify --out over an audit's JSON", "refused; the audit kept")
+def _(tmp):
+    from rate.filesets import write_set, written_by
+    from tinyworld.audit.cli import cmd_audit
+
+    audit = tmp / "a.json"
+    with written_by(cmd_audit):
+        write_set(audit, {"candidates": []}, {tmp / "a.md": b"# audit"})
+    before = audit.read_bytes()
+    res = run_cli(["world", "certify", "--world", str(tmp / "w"), "--policy", str(tmp / "p"),
+                   "--out", str(tmp / "a")])  # fmt: skip
+    if audit.read_bytes() != before:
+        return "data-loss", "the audit's JSON was overwritten"
+    return error(res, "which another command wrote", "choose another --out")
+
+
 # -- secrets in any part of a URL ----------------------------------------------------------------
 
 

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 FAKES = Path(__file__).resolve().parent / "fakes"
 
@@ -25,3 +27,11 @@ def run_rate(args: list[str], project: Path, check: bool = True, **env: str):
     if check and out.returncode != 0:
         raise AssertionError(f"rate {' '.join(args)} failed ({out.returncode}):\n{out.stderr}")
     return out
+
+
+def slope_se(levels, se) -> float:
+    """The SE of a least-squares slope of estimates on ``levels`` whose SEs are ``se``, as if
+    the estimates were independent (a sweep's levels drawn from one pool overlap, which only
+    lowers it)."""
+    xc = np.asarray(levels, float) - np.mean(levels)
+    return float(np.sqrt((xc**2 * np.asarray(se, float) ** 2).sum()) / (xc**2).sum())

@@ -1,9 +1,11 @@
-"""The semi-synthetic length experiment on drug reviews: its construction, and a small run."""
+"""The semi-synthetic length experiment on drug reviews: its construction, and a small run with
+the study page's claim."""
 
 from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ from rate.studies.semisynthetic_text import (
     realised,
     run_semisynthetic_text,
 )
+from tests.helpers import slope_se
 
 
 def test_every_level_draws_n_with_the_papers_proportions():
@@ -50,11 +53,18 @@ def test_n_is_limited_by_the_cells_the_last_level_needs():
         draw_levels(w, z, 62, np.random.default_rng(0))
 
 
-def test_a_small_run_on_real_reviews(tmp_path):
-    """200 drug reviews rewritten by the rules and scored by MiniLM; n = 40 per level."""
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory) -> tuple[dict, Path]:
+    """200 drug reviews rewritten by the rules and scored by MiniLM once; n = 40 per level, 20
+    draws per level (the draws cost no scoring)."""
+    out = tmp_path_factory.mktemp("semisynthetic_text")
+    return run_semisynthetic_text(out, n=40, repeats=20, seed=0, pool_n=200), out
+
+
+def test_a_small_run_on_real_reviews(small_run, tmp_path):
     with pytest.raises(ValueError, match="allows at most"):  # refused before any scoring
         run_semisynthetic_text(tmp_path, n=400, seed=0, pool_n=200)
-    result = run_semisynthetic_text(tmp_path, n=40, repeats=2, seed=0, pool_n=200)
+    result, out = small_run
     assert result["n_per_level"] == 40 and len(result["levels"]) == 11
     for lv in result["levels"]:
         p_pos, p_neg = p_long(lv["level"])
@@ -68,7 +78,25 @@ def test_a_small_run_on_real_reviews(tmp_path):
     for unit in ("raw", "pool_sd"):
         for which in ("first_draw", "mean"):
             assert all(math.isfinite(v) for v in result["slopes"][unit][which].values())
-    written = json.loads((tmp_path / "semisynthetic_text.json").read_text())
+    written = json.loads((out / "semisynthetic_text.json").read_text())
     assert written["slopes"] == result["slopes"]
-    assert (tmp_path / "semisynthetic_text.md").read_text().count("\n| ") >= 13
+    assert (out / "semisynthetic_text.md").read_text().count("\n| ") >= 13
     assert any(p.endswith(".png") for p in result["figures"])
+
+
+def level_slope_se(result: dict, method: str) -> float:
+    """The SE of a method's slope over the levels from one draw's SEs (tests.helpers.slope_se).
+    The mean over draws varies no more than one draw does, so this bounds its SE too."""
+    return slope_se(LEVELS, [lv[method]["first_draw_stderr"] for lv in result["levels"]])
+
+
+def test_the_naive_estimate_follows_the_correlation_while_rate_stays_flat(small_run):
+    """experiments/semisynthetic_text: as length is made to correlate with sentiment, the naive
+    length effect rises with the level and RATE's does not move. Each check fails only where
+    the claim would pass it with probability below 0.0005 (normal tails): the naive slope above
+    3.29 SE (one-sided 0.0005), RATE's within 3.48 SE of 0 (two-sided 0.0005)."""
+    result, _ = small_run
+    slopes = result["slopes"]["raw"]["mean"]
+    naive_se, rate_se = level_slope_se(result, "naive"), level_slope_se(result, "rate")
+    assert slopes["naive"] > 3.29 * naive_se, (slopes["naive"], naive_se)
+    assert abs(slopes["rate"]) < 3.48 * rate_se, (slopes["rate"], rate_se)

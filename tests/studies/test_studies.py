@@ -1,5 +1,5 @@
-"""The studies: coverage bookkeeping on data with a known answer, the sweeps' designs, and the
-demo's claims on the full world (slow)."""
+"""The studies: coverage bookkeeping on data with a known answer and the sweeps' designs (the
+studies' claims on the worlds are in test_claims.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from rate.stats import slope
-from tests.helpers import ROOT
 from tinyworld.studies.common import ScoredPool
 from tinyworld.studies.coverage import coverage_of_pool
 from tinyworld.studies.synthetic import (
@@ -96,23 +95,3 @@ def test_a_typo_level_typos_the_w1_examples_below_its_share_and_the_rewriter_cor
     assert first[PERFECT].split().count("ga") == 2 and first[PERFECT].split()[0] == "he"
     assert "ga" not in first[REWRITE].split() and "ga" not in first[REWRITTEN].split()
     assert first[REWRITTEN].split()[0] == "pa"
-
-
-@pytest.mark.slow
-def test_demo_claims_on_the_full_world(full_world, tmp_path):
-    """At the demo's size, with the signature on: RATE within 2 SE of the truth on the
-    shortcut concepts, the naive estimate far off on the reward model. (Measured values and
-    the cases where the single rewrite is not biased are in the issue's closing note.)"""
-    from rate.store import Layout
-    from tinyworld.demo import run_pipeline
-
-    config = ROOT / "experiments" / "tinyworld" / "demo.yaml"
-    rows = run_pipeline(config, full_world, False, Layout(tmp_path))
-    by = {(r["template"], r["scorer"]): r for r in rows}
-    for template in ("tinyrlhf_dune_pa", "tinyrlhf_ember_he"):
-        for scorer in ("reward model", "true quality"):
-            err = by[(template, scorer)]["error_in_se"]
-            assert abs(err["ATE_rewritten_rewrite"]) < 2, (template, scorer, err)
-        assert abs(by[(template, "reward model")]["error_in_se"]["naive_effect"]) > 5
-    # On true quality the rewriter's signature biases the single rewrite of dune's ATT.
-    assert abs(by[("tinyrlhf_dune_pa", "true quality")]["error_in_se"]["ATT_single_rewrite"]) > 5

@@ -108,23 +108,26 @@ def test_out_may_not_replace_another_commands_output(tmp_path, monkeypatch, caps
     records its writer); the same command's rerun replaces its own set."""
     from rate.filesets import WRITER_KEY, check_set, write_set, written_by
 
-    def cmd_audit(args):  # stand-ins for two commands' handlers
-        return 0
-
-    def cmd_certify(args):
-        return 0
-
     audit = tmp_path / "a.json"
-    with written_by(cmd_audit):
+    with written_by("rate world audit"):
         write_set(audit, {"candidates": []}, {tmp_path / "a.md": b"# audit"})
-    assert check_set(audit)[WRITER_KEY].endswith(":cmd_audit")
+    assert check_set(audit)[WRITER_KEY] == "rate world audit"
     from rate.outputs import check_out
 
     ns = argparse.Namespace
-    check_out(ns(out=audit, func=cmd_audit))  # its own output: a rerun replaces the set
-    check_out(ns(out=tmp_path / "other.json", func=cmd_certify))
+    check_out(
+        ns(out=audit, command_name="rate world audit")
+    )  # its own output: a rerun replaces the set
+    check_out(ns(out=tmp_path / "other.json", command_name="rate world certify"))
     for out in (audit, tmp_path / "a"):  # the primary, or OUT whose OUT.json is the primary
         with pytest.raises(ConfigError, match=r"would write over .*a\.json, which another"):
-            check_out(ns(out=out, func=cmd_certify))
+            check_out(ns(out=out, command_name="rate world certify"))
     write_set(tmp_path / "b.json", {}, {})  # written from Python: no writer, not claimed
-    check_out(ns(out=tmp_path / "b.json", func=cmd_certify))
+    check_out(ns(out=tmp_path / "b.json", command_name="rate world certify"))
+
+
+def test_every_command_knows_its_name(tmp_path):
+    """What a set records as its writer: the command's name, whatever module handles it."""
+    parser, _ = build_parser()
+    assert parser.parse_args(["world", "audit"]).command_name == "rate world audit"
+    assert parser.parse_args(["results"]).command_name == "rate results"

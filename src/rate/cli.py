@@ -76,7 +76,19 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[tuple[str, ...], tuple
     for plugin in plugin_commands():
         plugin.register(sub)
         aliases.update(plugin.aliases)
+    _name_commands(parser)
     return parser, aliases
+
+
+def _name_commands(parser: argparse.ArgumentParser) -> None:
+    """Each command's parsed arguments carry its name (``rate world audit``): the sets it
+    writes record it, and it stays the same wherever its handler's code moves."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        parser.set_defaults(command_name=parser.prog)
+    for action in subs:
+        for sub in action.choices.values():
+            _name_commands(sub)
 
 
 def resolve_alias(argv: list[str], aliases: dict[tuple[str, ...], tuple[str, ...]]) -> list[str]:
@@ -137,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
 
         check_out(args)  # before any work: --out never replaces an input or a stage's file
         # No other command writes it meanwhile; the sets it writes say which command wrote them.
-        with claim_out(args), filesets.written_by(args.func):
+        with claim_out(args), filesets.written_by(args.command_name):
             return args.func(args)
     except RateError as err:
         # User-facing errors: the message says what is wrong and what to do; no traceback.

@@ -25,21 +25,16 @@ from rate.fs import PathLike, file_digest, fsync_dir, write_error
 from rate.io import json_writer, read_json, write_temp
 
 SET_KEY = "file_set"
-# The command that wrote a set (``module:function`` of its handler, set by ``rate.cli.main``;
-# None from the Python API): another command's ``--out`` may not replace it (rate.outputs).
+# The command that wrote a set (its name, ``rate world audit``, set by ``rate.cli.main``; None
+# from the Python API): another command's ``--out`` may not replace it (rate.outputs).
 WRITER_KEY = "written_by"
 WRITER: ContextVar[str | None] = ContextVar("rate_set_writer", default=None)
 
 
-def command_id(func: Any) -> str:
-    """A command's identity, as a set records who wrote it: its handler's module and name."""
-    return f"{func.__module__}:{func.__name__}"
-
-
 @contextlib.contextmanager
-def written_by(func: Any) -> Iterator[None]:
-    """The sets written while the block runs record the command ``func`` handles."""
-    token = WRITER.set(command_id(func))
+def written_by(command: str) -> Iterator[None]:
+    """The sets written while the block runs record that ``command`` wrote them."""
+    token = WRITER.set(command)
     try:
         yield
     finally:

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from rate.errors import BusyError, ConfigError
-from rate.filesets import WRITER_KEY, command_id
+from rate.filesets import WRITER_KEY
 from rate.io import read_json
 from rate.provenance import folder_lock
 from rate.store import meta_path
@@ -93,7 +93,7 @@ def check_out(args: argparse.Namespace) -> None:
     out = getattr(args, "out", None)
     if not isinstance(out, Path):
         return
-    this = command_id(args.func) if hasattr(args, "func") else None
+    this = getattr(args, "command_name", None)
     for flag, given in _inputs(args):
         if _same(out, given) or (given.is_file() and any(_same(n, given) for n in _names(out))):
             raise ConfigError(

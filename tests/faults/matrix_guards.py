@@ -51,10 +51,9 @@ def _(tmp):
 @scenario("guards", "certify --out over an audit's JSON", "refused; the audit kept")
 def _(tmp):
     from rate.filesets import write_set, written_by
-    from tinyworld.audit.cli import cmd_audit
 
     audit = tmp / "a.json"
-    with written_by(cmd_audit):
+    with written_by("rate world audit"):
         write_set(audit, {"candidates": []}, {tmp / "a.md": b"# audit"})
     before = audit.read_bytes()
     res = run_cli(["world", "certify", "--world", str(tmp / "w"), "--policy", str(tmp / "p"),

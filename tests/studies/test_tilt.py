@@ -134,7 +134,7 @@ def test_a_malformed_proposal_is_a_one_line_error():
     from pathlib import Path
 
     from rate.errors import ConfigError
-    from tinyworld.studies.cli import proposal_cells
+    from tinyworld.studies.cli_forecasts import proposal_cells
 
     assert proposal_cells(["corrected:0.05=runs/x"]) == {("corrected", 0.05): Path("runs/x")}
     for bad in ("corrected=runs/x", "tilted:0.1=runs/x", "raw:-1=runs/x", "raw:0.1"):

@@ -55,7 +55,8 @@ def main(world: Path, n: int = 50_000) -> None:
                         key = f"{estimand}_{suffix}"
                         bias = r[key] - r["truth"][estimand]
                         se_run = r[f"{key}_stderr"] * math.sqrt(len(s.w) / RUN_SIZE)
-                        cells.append(f"{bias:+.4f} ({bias / se_run:+.2f} SE)")
+                        in_se = f"{bias / se_run:+.2f} SE" if se_run > 0 else "SE 0"
+                        cells.append(f"{bias:+.4f} ({in_se})")
                     print(f"| {name} | {label} | {scorer_label} | {short} | "
                           + " | ".join(cells) + " |", flush=True)  # fmt: skip
         template.parts["rewriter"] = (backend, options)

@@ -144,17 +144,19 @@ def residue_note(rows: list[dict]) -> str | None:
     removes; where RATE-p is off as well, both measure W's effect on rewritten texts, which is
     not its effect on the originals for a scorer that is not additive. None where RATE is
     never so far off."""
-    fixed, kept = [], []
+    fixed, kept, flagged = [], [], []
     for r in rows:
         err = r.get("error_in_se") or {}
         for estimand in ESTIMANDS:
             if beyond_se(err.get(estimator("rate", estimand).name)):
                 placebo = beyond_se(err.get(estimator("rate_placebo", estimand).name))
-                (fixed if placebo is False else kept).append((r["template"], r["scorer"], estimand))
-    if not fixed and not kept:
+                cell = (r["template"], r["scorer"], estimand)
+                (fixed if placebo is False else kept).append(cell)
+                flagged.append(cell)
+    if not flagged:
         return None
     head = (
-        f"RATE is off by more than {FLAG_SE:g} SE in {_places(fixed + kept)} because the "
+        f"RATE is off by more than {FLAG_SE:g} SE in {_places(flagged)} because the "
         "world's rewriter changes more than W in every pass"
     )
     if not any(estimator("rate_placebo", "ATE").name in r for r in rows):

@@ -112,6 +112,7 @@ study-semisynthetic-text: $(STAMP) ## the paper's semi-synthetic length experime
 world-study-coverage: $(STAMP) ## interval coverage over 200 samples against the population truth
 	$(VENV)/bin/rate world study coverage --template tinyrlhf_dune_pa --bootstrap 1000
 	$(VENV)/bin/rate world study coverage --template tinyrlhf_ember_he --bootstrap 1000
+	$(VENV)/bin/rate world study coverage --template tinyrlhf_anvil_pa --bootstrap 1000
 
 STUDY_WORLD ?= $(or $(WORLD),$(PROJECT_DIR)/tinyrlhf/world)
 world-study-release: $(STAMP) ## no, ridge, our and the oracle correction, R1 and R2, three seeds, against the truth (WORLD=dir; 5 minutes on 2 cores)

@@ -92,6 +92,20 @@ def test_compute_effects_gives_intervals_and_the_truth():
     assert "bootstrap" not in truth["intervals"]
 
 
+def test_placebo_scores_give_the_placebo_corrected_rate():
+    # Placebo 0.5 for W=1, 0 for W=0: RATE-p = +(1 - 0.5) for W=1, -(1 - 0) for W=0.
+    placebo = [0.5, 0.0, 0.5, 0.0]
+    by_column = rate.estimate(FRAME.assign(placebo_rewrite=placebo))
+    assert by_column == rate.estimate(FRAME, placebo_rewrite=placebo)
+    assert by_column["ATT_rewritten_rewrite_placebo"] == pytest.approx(0.5)
+    assert by_column["ATU_rewritten_rewrite_placebo"] == pytest.approx(-1.0)
+    assert by_column["ATE_rewritten_rewrite_placebo"] == pytest.approx(-0.25)
+    assert {k: v for k, v in by_column.items() if "placebo" not in k} == rate.estimate(FRAME)
+    e = rate.compute_effects(FRAME, placebo_rewrite=placebo, n_bootstrap=20)
+    assert "ATE_rewritten_rewrite_placebo" in e["intervals"]["bootstrap"]
+    assert not [k for k in rate.compute_effects(FRAME, n_bootstrap=0) if "placebo" in k]
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
@@ -160,7 +174,8 @@ def test_effect_files_load_into_one_dataframe_and_draw(tmp_path):
     ):
         atomic_write_json(folder / f"{name}.json", e)
     df = rate.load_effects(project_dir=tmp_path)
-    assert len(df) == 2 * len(rate.ESTIMATORS)
+    # A file without placebo scores has no rows for the placebo-corrected RATE.
+    assert len(df) == 2 * sum(not e.optional for e in rate.ESTIMATORS)
     assert sorted(set(df["smoke_test"])) == [False, True]
     att = df[(df["estimator"] == "ATT_single_rewrite") & ~df["smoke_test"]].iloc[0]
     assert (att["estimate"], att["rewrite_success"], att["rewritten_rewrite_success"]) == (

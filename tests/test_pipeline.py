@@ -77,14 +77,21 @@ def test_dataset_is_the_reference_format_with_exactly_n_examples(stages, small_w
     assert ws == {True, False}
     for ex in data.values():
         c = ex["completions"]
-        assert set(c) == {"original", "rewrite", "rewritten rewrite", "perfect rewrite"}
-        orig, rw, rr = (c[k].split() for k in ("original", "rewrite", "rewritten rewrite"))
+        assert set(c) == {"original", "rewrite", "rewritten rewrite", "perfect rewrite"} | {
+            "placebo rewrite"  # the template's placebo_prompt
+        }
+        orig, rw, rr, p = (
+            c[k].split() for k in ("original", "rewrite", "rewritten rewrite", "placebo rewrite")
+        )
         has_pa = "pa" in orig
         assert has_pa == ex["w_original"] and ("ba" in orig) != has_pa  # W as the rule says
         assert ("pa" in rw) == (not ex["w_original"]) and ("ba" in rw) == ex["w_original"]
         assert ("pa" in rr) == ex["w_original"]  # W back
+        assert ("pa" in p) == (not ex["w_original"]) and ("ba" in p) == ex["w_original"]  # kept
+        assert [t for t in p if t in ("pa", "ba")] == [t for t in rw if t in ("pa", "ba")]
         # The signature: no syllable the style map corrects survives a rewrite.
-        assert not {"ga", "je", "fa"} & (set(rw) | set(rr))
+        assert not {"ga", "je", "fa"} & (set(rw) | set(rr) | set(p))
+        assert ex["checks"]["placebo rewrite"] == "ok"  # W re-read: kept, unchanged or not
         assert ex["reward_question"].split()[0] == "dune"
 
 
@@ -95,12 +102,14 @@ def test_scored_file_holds_both_models_in_the_reference_layout(stages):
     assert len(rows) == 60
     for row in rows:
         for key in ("tinyrlhf_rm", "true_quality"):
-            assert set(row[key]) == {"original", "rewrite", "rewritten rewrite", "perfect rewrite"}
+            assert set(row[key]) == {
+                "original", "rewrite", "rewritten rewrite", "perfect rewrite", "placebo rewrite"
+            }  # fmt: skip
         # True quality is a share of 8 positions.
         assert all(v * 8 == round(v * 8) for v in row["true_quality"].values())
     meta = read_json(scored[-1].with_name(scored[-1].name + ".meta.json"))
     assert meta["reward_keys"] == ["tinyrlhf_rm", "true_quality"]
-    assert meta["texts_scored"] == 240
+    assert meta["texts_scored"] == 300
 
 
 def test_effects_file_has_the_reference_keys_and_the_truth(stages):
@@ -127,6 +136,47 @@ def test_effects_file_has_the_reference_keys_and_the_truth(stages):
     s = [r["tinyrlhf_rm"] for r in rows]
     att = [x["rewritten rewrite"] - x["rewrite"] for x, wi in zip(s, w, strict=True) if wi]
     assert e["ATT_rewritten_rewrite"] == pytest.approx(sum(att) / len(att), rel=1e-12)
+    # The placebo-corrected RATE: the rewrite of the rewrite against the placebo rewrite.
+    atu = [x["placebo rewrite"] - x["rewritten rewrite"] for x, wi in zip(s, w, strict=True)
+           if not wi]  # fmt: skip
+    assert e["ATU_rewritten_rewrite_placebo"] == pytest.approx(sum(atu) / len(atu), rel=1e-12)
+    for estimand in ("ATT", "ATU", "ATE"):
+        key = f"{estimand}_rewritten_rewrite_placebo"
+        assert e[f"{key}_stderr"] > 0 and key in e["error_in_se"]
+        assert key in e["intervals"]["normal"] and key in e["intervals"]["bootstrap"]
+    assert e["rewrite_checks"]["placebo rewrite"]["success_rate"] == 1.0
+
+
+def test_a_scored_file_without_placebo_scores_lacks_only_the_placebo_estimator(
+    stages, small_world, tmp_path
+):
+    """A file made without a placebo pass (or before it existed) is estimated as before: the
+    same numbers, no placebo-corrected RATE in the effect file, the results table or the
+    figures."""
+    with_placebo = read_json(
+        _only(stages["project"] / "effects", "*_tinyrlhf_rm_*_smoke_test.json")
+    )
+    source = Path(with_placebo["input"]["file"])
+    rows = []
+    for line in source.read_text().splitlines():
+        row = json.loads(line)
+        for part in (row["completions"], row["checks"], row["tinyrlhf_rm"], row["true_quality"]):
+            part.pop("placebo rewrite")
+        rows.append(json.dumps(row))
+    (tmp_path / "data" / "scored").mkdir(parents=True)
+    (tmp_path / "data" / "scored" / source.name).write_text("\n".join(rows) + "\n")
+    run_rate(["treatment_effects", "--config", SMOKE], tmp_path, RATE_WORLD=str(small_world))
+    path = _only(tmp_path / "effects", "*_treatment_effects_*_smoke_test.json")
+    e = read_json(path)
+    assert not [k for k in e if "placebo" in k] and not [k for k in e["truth"] if "placebo" in k]
+    for key in REFERENCE_KEYS:
+        assert e[key] == with_placebo[key] and e[f"{key}_stderr"] == with_placebo[f"{key}_stderr"]
+    assert set(e["rewrite_checks"]) == {"rewrite", "rewritten rewrite"}
+    table = json.loads(run_rate(["results", "--format", "json", str(path)], tmp_path).stdout)
+    estimators = {r["estimator"] for r in table["rows"]}
+    assert estimators == set(REFERENCE_KEYS)
+    run_rate(["plots", "--config", SMOKE], tmp_path, RATE_WORLD=str(small_world))
+    assert list((tmp_path / "plots").glob("*_smoke_test/rewrite_bias*.png"))
 
 
 def test_plots_are_written(stages):
@@ -270,8 +320,9 @@ def test_demo_prints_the_table_and_writes_every_stage(demo_smoke):
                 if line.startswith(f"| {template}") and f"| {scorer} |" in line
             ]
             assert len(rows) == 3, (template, scorer)  # ATE, ATT, ATU
-        # The tiny rewriter swaps W's token: every rewrite reaches its target, in both passes.
-        for name in ("rewrite", "rewritten rewrite"):
+        # The tiny rewriter swaps W's token: every rewrite reaches its target, in every pass
+        # (the placebo pass keeps W).
+        for name in ("rewrite", "rewritten rewrite", "placebo rewrite"):
             assert f"| {template} | {name} | 60/60 (100.0%) | 0 | 0 | 0 | 0 | 0 |" in text
     effects = list((demo_smoke / "effects").glob("*_smoke_test.json"))
     assert len(effects) == 6

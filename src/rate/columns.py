@@ -24,6 +24,7 @@ from rate.records import (
     METADATA,
     ORIGINAL,
     PERFECT,
+    PLACEBO,
     PROMPT,
     TEXTS,
     W,
@@ -55,6 +56,8 @@ class ScoreColumns:
     # Per row, (completion, JSON type) of a score that is there but not a number, else None
     # (None for the whole file: no such score).
     wrong_type: list[tuple[str, str] | None] | None = None
+    # (n,) the placebo rewrite's score, NaN where absent; None: no row has one.
+    placebo: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.index)
@@ -73,6 +76,7 @@ class ScoreColumns:
             checks=None if self.checks is None else [self.checks[i] for i in pick],
             groups=None if self.groups is None else [self.groups[i] for i in pick],
             wrong_type=None if self.wrong_type is None else [self.wrong_type[i] for i in pick],
+            placebo=None if self.placebo is None else self.placebo[idx],
         )
 
 
@@ -90,6 +94,13 @@ def concat_columns(parts: list[ScoreColumns], labels: list[str]) -> ScoreColumns
         reward_keys=list(dict.fromkeys(k for c in parts for k in c.reward_keys)),
         checks=None if any(c.checks is None for c in parts) else sum((c.checks for c in parts), []),
         groups=sum((c.groups or [lab] * len(c) for c, lab in zip(parts, labels, strict=True)), []),
+        placebo=(
+            None
+            if all(c.placebo is None for c in parts)
+            else np.concatenate(
+                [np.full(len(c), np.nan) if c.placebo is None else c.placebo for c in parts]
+            )
+        ),
     )
 
 
@@ -102,12 +113,15 @@ def columns_from_rows(
 ) -> ScoreColumns:
     """The columns of rows read by :func:`read_examples` (``names``: see :func:`score_table`)."""
     table, missing, wrong = score_table(rows, reward_key, names)
-    perfect = np.full(len(rows), np.nan)
-    has_perfect = np.zeros(len(rows), dtype=bool)
+    perfect, placebo = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
+    has_perfect, has_placebo = np.zeros(len(rows), dtype=bool), np.zeros(len(rows), dtype=bool)
     for i, r in enumerate(rows):
-        v = r[reward_key].get(PERFECT) if isinstance(r.get(reward_key), dict) else None
-        if isinstance(v, (int, float)):
-            perfect[i], has_perfect[i] = v, True
+        s = r[reward_key] if isinstance(r.get(reward_key), dict) else {}
+        if isinstance(s.get(PERFECT), (int, float)):
+            perfect[i], has_perfect[i] = s[PERFECT], True
+        v = s.get(PLACEBO)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            placebo[i], has_placebo[i] = v, True
     return ScoreColumns(
         index=[r[INDEX] for r in rows],
         w=w_values(rows),
@@ -120,6 +134,7 @@ def columns_from_rows(
         checks=[check_labels(r) for r in rows] if with_checks else None,
         groups=[group_value(r, group_by) for r in rows] if group_by else None,
         wrong_type=wrong if any(w is not None for w in wrong) else None,
+        placebo=placebo if has_placebo.any() else None,
     )
 
 
@@ -234,6 +249,7 @@ def _arrow_columns(
     scores = np.full((n, len(COMPLETIONS)), np.nan)
     missing = np.ones(n, dtype=bool)
     perfect, has_perfect = np.full(n, np.nan), np.zeros(n, dtype=bool)
+    placebo = None
     if reward_key in names:
         column = table.column(reward_key)
         if not pa.types.is_struct(column.type):
@@ -253,6 +269,11 @@ def _arrow_columns(
             if read is None:
                 return None
             perfect, has_perfect = read
+        if column.type.get_field_index(PLACEBO) >= 0:
+            read = _numbers(_child(column, PLACEBO), n)
+            if read is None:
+                return None
+            placebo = read[0] if read[1].any() else None
     checks = groups = None
     if with_checks:
         checks = _checks(table, n)
@@ -264,7 +285,7 @@ def _arrow_columns(
             return None
     return ScoreColumns(
         index, w.to_numpy(zero_copy_only=False), scores, missing, perfect, has_perfect,
-        reward_key in names, present, checks, groups,
+        reward_key in names, present, checks, groups, placebo=placebo,
     )  # fmt: skip
 
 

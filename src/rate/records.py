@@ -7,7 +7,8 @@ per line. Every example is the reference pipeline's::
      "reward_question": str}
 
 plus ours: ``key`` (a stable id), ``metadata`` (the source's fields), ``checks`` (the label of
-each rewrite, :mod:`rate.rewrite.checks`) and, per reward model, ``{reward_key: {completion:
+each rewrite, :mod:`rate.rewrite.checks`), the optional completions ``"perfect rewrite"`` and
+``"placebo rewrite"`` and, per reward model, ``{reward_key: {completion:
 score}}``. Rows come back as dicts with an ``index`` (the JSON key, or the line number for the
 reference's JSONL files, which carry none). Every field name of the format lives here.
 """
@@ -26,6 +27,9 @@ from rate.io import json_text, json_writer, jsonl_writer, read_json, read_jsonl_
 
 ORIGINAL, REWRITE, REWRITTEN = "original", "rewrite", "rewritten rewrite"
 PERFECT = "perfect rewrite"  # the true counterfactual, where a rewriter knows it (tiny world)
+# The rewrite rewritten once more with W kept (a template's placebo_prompt): one more round of
+# the rewriter's edits with W unchanged, beside the rewrite of the rewrite's two.
+PLACEBO = "placebo rewrite"
 COMPLETIONS = (ORIGINAL, REWRITE, REWRITTEN)
 INDEX, W, TEXTS, PROMPT = "index", "w_original", "completions", "reward_question"
 KEY, METADATA, CHECKS = "key", "metadata", "checks"

@@ -302,6 +302,9 @@ class DatasetTemplate:
     # Optional: how to check that rewrites reached their target W when the W rule cannot read
     # W off text (a rating, a label): {scorer: <scoring template>, threshold: .., margin: ..}.
     rewrite_check: dict[str, Any] | None = None
+    # Optional (off unless set: it is a third pass to pay for): the instruction of the placebo
+    # pass, which rewrites each rewrite again with W kept, with {original_completion}.
+    placebo_prompt: str | None = None
     # Filled in on load: the file, the files it includes, and the validated parts.
     path: str = field(default="", init=False)
     includes: list[str] = field(default_factory=list, init=False)
@@ -316,23 +319,19 @@ class DatasetTemplate:
             )
         if self.n_examples < 2:
             raise ConfigError(f"{where}: key 'n_examples' must be >= 2")
-        try:
-            fields = {f for _, f, _, _ in string.Formatter().parse(self.rewrite_prompt) if f}
-        except ValueError as err:
-            raise ConfigError(
-                f"{where}: key 'rewrite_prompt' is not a valid template ({err})"
-            ) from None
-        if fields != PROMPT_FIELDS:
-            raise ConfigError(
-                f"{where}: key 'rewrite_prompt' must use exactly the placeholders "
-                f"{{original_completion}} and {{w_counterfactual_string}}; it uses "
-                f"{sorted('{' + f + '}' for f in fields) or 'none'}"
-            )
+        _check_prompt(self.rewrite_prompt, "rewrite_prompt", PROMPT_FIELDS, where)
+        if self.placebo_prompt is not None:
+            _check_prompt(self.placebo_prompt, "placebo_prompt", {"original_completion"}, where)
 
     def instruction(self, text: str, target_w: bool) -> str:
         """The rewrite prompt for ``text``, asking for W = ``target_w``."""
         target = self.w_strings["w=1" if target_w else "w=0"]
         return self.rewrite_prompt.format(original_completion=text, w_counterfactual_string=target)
+
+    def placebo_instruction(self, text: str) -> str:
+        """The placebo prompt for ``text`` (rewrite it, W kept); the template must have one."""
+        assert self.placebo_prompt is not None, "no placebo_prompt"
+        return self.placebo_prompt.format(original_completion=text)
 
     def part(self, name: str) -> Any:
         """The validated options of a part (``source``, ``w_classifier``, ``rewriter``, ...)."""
@@ -340,20 +339,23 @@ class DatasetTemplate:
 
     def record(self) -> dict:
         """The template as written (includes applied), for metadata records."""
-        return {
-            "name": self.name,
-            "path": self.path,
-            "includes": self.includes,
-            "description": self.description,
-            "source": self.source,
-            "w_classifier": self.w_classifier,
-            "w_strings": self.w_strings,
-            "rewrite_prompt": self.rewrite_prompt,
-            "rewriter": self.rewriter,
-            "n_examples": self.n_examples,
-            "perturb": self.perturb,
-            "rewrite_check": self.rewrite_check,
-        }
+        keys = ("name", "path", "includes", "description", "source", "w_classifier")
+        keys += ("w_strings", "rewrite_prompt", "rewriter", "n_examples", "perturb")
+        return {k: getattr(self, k) for k in (*keys, "rewrite_check", "placebo_prompt")}
+
+
+def _check_prompt(prompt: str, key: str, fields: set[str], where: str) -> None:
+    """Refuse a prompt that does not use exactly the placeholders ``fields``."""
+    try:
+        used = {f for _, f, _, _ in string.Formatter().parse(prompt) if f}
+    except ValueError as err:
+        raise ConfigError(f"{where}: key '{key}' is not a valid template ({err})") from None
+    if used != fields:
+        raise ConfigError(
+            f"{where}: key '{key}' must use exactly the placeholders "
+            f"{' and '.join('{' + f + '}' for f in sorted(fields))}; it uses "
+            f"{sorted('{' + f + '}' for f in used) or 'none'}"
+        )
 
 
 @dataclass(frozen=True)

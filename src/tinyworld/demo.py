@@ -4,7 +4,9 @@ Builds the world under PROJECT_DIR if it is absent (or reuses it), then runs the
 the world's shortcut syllables ('pa' in dune, 'he' in ember) and a control ('pa' in anvil, where
 no vendor paid for it): create_dataset, score_dataset with the reward model and with the oracle
 (true quality), treatment_effects on each, plots. It prints, per concept and scorer, the naive,
-single-rewrite and RATE estimates beside the true effect (from the perfect rewriter).
+single-rewrite, RATE and placebo-corrected RATE estimates beside the true effect (from the
+perfect rewriter), flags each estimate more than 2 of its SEs from the truth, and says in one
+sentence where RATE is so flagged what the likely residue is.
 """
 
 from __future__ import annotations
@@ -17,7 +19,15 @@ from pathlib import Path
 
 from rate.catalog import load_config
 from rate.demos.runner import checks_table, effects_of, rewrite_checks, score_with, start_log
-from rate.effects.estimators import ESTIMANDS, METHOD_LABELS, METHODS, by_estimand
+from rate.effects.estimators import (
+    ESTIMANDS,
+    FLAG_SE,
+    METHOD_LABELS,
+    METHODS,
+    beyond_se,
+    by_estimand,
+    estimator,
+)
 from rate.io import read_json
 from rate.pipeline import create_dataset, plot_stage
 from rate.settings import project_dir
@@ -80,32 +90,95 @@ def _err(value: float | None) -> str:
     return "n/a" if value is None else f"{value:+.1f}"
 
 
+def _methods(rows: list[dict]) -> list[str]:
+    """The methods some row has an estimate of (the placebo-corrected RATE needs a dataset
+    with placebo rewrites)."""
+    return [m for m in METHODS if any(estimator(m, "ATE").name in r for r in rows)]
+
+
 def demo_table(rows: list[dict]) -> str:
-    """Per concept, scorer and estimand: naive (ATE row only), single rewrite, RATE and the
-    truth (raw units, SE in brackets), and each estimator's error in units of its own SE."""
-    long, short = zip(*(METHOD_LABELS[m] for m in METHODS), strict=True)
+    """Per concept, scorer and estimand: naive (ATE row only), single rewrite, RATE, the
+    placebo-corrected RATE (where the rows have it) and the truth (raw units, SE in brackets),
+    each estimator's error in units of its own SE, and the estimators off by more than
+    FLAG_SE of them."""
+    methods = _methods(rows)
+    long, short = zip(*(METHOD_LABELS[m] for m in methods), strict=True)
     lines = [
         f"| concept | scorer | estimand | {' | '.join(long)} | true effect | "
-        f"error/SE: {', '.join(short)} |",
-        "|---|---|---|" + "---|" * len(METHODS) + "---|---|",
+        f"error/SE: {', '.join(short)} | off by > {FLAG_SE:g} SE |",
+        "|---|---|---|" + "---|" * len(methods) + "---|---|---|",
     ]
     for r in rows:
         truth = r.get("truth") or {}
         err = r.get("error_in_se") or {}
         for estimand in ESTIMANDS:
             row = by_estimand(estimand)  # {method: estimator} of this estimand
-            cells, errors = [], []
-            for method in METHODS:
+            cells, errors, off = [], [], []
+            for method, label in zip(methods, short, strict=True):
                 est = row.get(method)
                 cells.append(_cell(r[est.name], r[f"{est.name}_stderr"]) if est else "")
                 errors.append(_err(err.get(est.name)) if est else "-")
+                if est and beyond_se(err.get(est.name)):
+                    off.append(label)
             n = f" (n {r['Y1_count']}/{r['Y0_count']})" if estimand == "ATE" else ""
             lines.append(
                 f"| {r['template']}{n} | {r['scorer']} | {estimand} | {' | '.join(cells)} | "
                 f"{_cell(truth.get(estimand), truth.get(f'{estimand}_stderr'))} | "
-                f"{', '.join(errors)} |"
+                f"{', '.join(errors)} | {', '.join(off) or '-'} |"
             )
     return "\n".join(lines)
+
+
+def _places(cells: list[tuple[str, str, str]]) -> str:
+    """(template, scorer, estimand) cells as "template scorer ATE, ATT; ..."."""
+    by: dict[tuple[str, str], list[str]] = {}
+    for template, scorer, estimand in cells:
+        by.setdefault((template, scorer), []).append(estimand)
+    return "; ".join(f"{t} {s} {', '.join(e)}" for (t, s), e in by.items())
+
+
+def residue_note(rows: list[dict]) -> str | None:
+    """One sentence where RATE is off by more than FLAG_SE SEs: where, and why. The world's
+    rewriter changes more than W in every pass: the rewrite of the rewrite has had one round
+    of random edits more than the rewrite, a drift that the placebo-corrected RATE (RATE-p)
+    removes; where RATE-p is off as well, both measure W's effect on rewritten texts, which is
+    not its effect on the originals for a scorer that is not additive. None where RATE is
+    never so far off."""
+    fixed, kept, flagged = [], [], []
+    for r in rows:
+        err = r.get("error_in_se") or {}
+        for estimand in ESTIMANDS:
+            if beyond_se(err.get(estimator("rate", estimand).name)):
+                placebo = beyond_se(err.get(estimator("rate_placebo", estimand).name))
+                cell = (r["template"], r["scorer"], estimand)
+                (fixed if placebo is False else kept).append(cell)
+                flagged.append(cell)
+    if not flagged:
+        return None
+    head = (
+        f"RATE is off by more than {FLAG_SE:g} SE in {_places(flagged)} because the "
+        "world's rewriter changes more than W in every pass"
+    )
+    if not any(estimator("rate_placebo", "ATE").name in r for r in rows):
+        return (
+            f"{head} (its style map, and random edits, of which the rewrite of the rewrite has "
+            "had two rounds against the rewrite's one); a placebo pass (the template's "
+            "placebo_prompt) measures the drift of the extra round."
+        )
+    parts = []
+    if fixed:
+        parts.append(
+            f"in {_places(fixed)} the residue is the extra round of random edits that the "
+            "rewrite of the rewrite has had (two against the rewrite's one), which RATE-p "
+            f"removes (within {FLAG_SE:g} SE there)"
+        )
+    if kept:
+        parts.append(
+            f"in {_places(kept)} RATE-p is off too: both compare rewritten texts (style-mapped "
+            "and edited), and for a scorer that is not additive W's effect on those is not its "
+            "effect on the originals"
+        )
+    return f"{head}: {'; '.join(parts)}."
 
 
 def run_demo(
@@ -126,9 +199,13 @@ def run_demo(
     print(
         "Raw score units (SE); n is W=1/W=0. The true effect compares each original with its "
         "perfect rewrite\n(W changed, nothing else); error/SE is (estimate - truth) / the "
-        "estimate's own SE.\n"
+        f"estimate's own SE; the last column names\nthe estimators off by more than "
+        f"{FLAG_SE:g} SE. RATE-p: RATE, placebo-corrected.\n"
     )
     print(demo_table(rows))
+    note = residue_note(rows)
+    if note:
+        print(f"\n{note}")
     print("\nRewrite checks (W re-read from each rewrite):\n")
     print(checks_table(rows))
     print(f"\nOutputs under {layout.root}: data/rewrites, data/scored, effects, plots, logs")

@@ -89,3 +89,46 @@ def test_non_finite_scores_are_refused_with_the_example():
     bad[3] = np.nan
     with pytest.raises(RateError, match="non-finite 'rewrite' score.*example 3"):
         Scores(W, ORIG, bad, RR)
+
+
+# The placebo rewrite: the rewrite rewritten again with W kept.
+P = np.array([3.5, 4.0, 6.0, 2.0, 5.0])
+
+
+@pytest.fixture
+def fp() -> dict:
+    return estimate(Scores(W, ORIG, R, RR, P))
+
+
+def test_rate_placebo_paired(fp):
+    # W=1: RR-P = 0.5,2,1 -> mean 7/6, var 7/12 -> se sqrt(7/36)
+    assert fp["ATT_rewritten_rewrite_placebo"] == pytest.approx(7 / 6)
+    assert fp["ATT_rewritten_rewrite_placebo_stderr"] == pytest.approx(math.sqrt(7) / 6)
+    # W=0: P-RR = 1,1 -> mean 1, sd 0
+    assert fp["ATU_rewritten_rewrite_placebo"] == pytest.approx(1.0)
+    assert fp["ATU_rewritten_rewrite_placebo_stderr"] == pytest.approx(0.0)
+    # all: 0.5,2,1,1,1 -> mean 1.1, var 0.3 -> se sqrt(0.3/5)
+    assert fp["ATE_rewritten_rewrite_placebo"] == pytest.approx(1.1)
+    assert fp["ATE_rewritten_rewrite_placebo_stderr"] == pytest.approx(math.sqrt(0.06))
+    # Paired only: the reference never had it, so no unpaired SE.
+    assert "ATE_rewritten_rewrite_placebo_stderr_unpaired" not in fp
+
+
+def test_placebo_drift_is_what_the_correction_takes_off_rate(fp):
+    # W=1: P-R = 0.5,0,1 -> mean 0.5, var 0.25 -> se 0.5/sqrt(3); W=0: P-R = -1,-1
+    assert fp["placebo_drift_w_1"] == pytest.approx(0.5)
+    assert fp["placebo_drift_w_1_stderr"] == pytest.approx(0.5 / math.sqrt(3))
+    assert (fp["placebo_drift_w_0"], fp["placebo_drift_w_0_stderr"]) == pytest.approx((-1, 0))
+    # ATT: RATE minus the drift; ATU: RATE plus it (the W=0 differences are signed -1).
+    assert fp["ATT_rewritten_rewrite_placebo"] == pytest.approx(5 / 3 - 0.5)
+    assert fp["ATU_rewritten_rewrite_placebo"] == pytest.approx(2.0 + -1.0)
+
+
+def test_without_placebo_scores_the_estimator_is_absent_and_nothing_else_changes(fx, fp):
+    assert not [k for k in fx if "placebo" in k]
+    assert {k: v for k, v in fp.items() if "placebo" not in k} == fx
+
+
+def test_non_finite_placebo_scores_are_refused():
+    with pytest.raises(RateError, match="non-finite 'placebo' score"):
+        Scores(W, ORIG, R, RR, np.array([1.0, np.nan, 1.0, 1.0, 1.0]))

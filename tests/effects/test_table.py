@@ -20,7 +20,7 @@ from rate.effects.stage import compute_effects
 
 def scores(n: int = 50) -> Scores:
     rng = np.random.default_rng(1)
-    return Scores(np.arange(n) % 3 == 0, *rng.normal(size=(3, n)))
+    return Scores(np.arange(n) % 3 == 0, *rng.normal(size=(4, n)))
 
 
 def test_every_estimator_has_its_estimate_its_se_and_its_statistic():
@@ -42,7 +42,7 @@ def test_every_estimator_has_its_estimate_its_se_and_its_statistic():
 def test_lookups():
     assert estimator("rate", "ATT").name == "ATT_rewritten_rewrite"
     assert estimator("naive", "ATT") is None and estimator("naive", "ATE").name == "naive_effect"
-    assert set(by_estimand("ATU")) == {"single_rewrite", "rate"}
+    assert set(by_estimand("ATU")) == {"single_rewrite", "rate", "rate_placebo"}
     assert {e.estimand for e in ESTIMATORS} == set(ESTIMANDS)
     assert {e.method for e in ESTIMATORS} == set(METHODS)
     assert BY_NAME["ATE_single_rewrite"].group == "all"

@@ -80,6 +80,8 @@ def test_the_csv_holds_every_file_group_and_estimator_with_the_files_numbers(pro
     assert float(rate["normalized"]) == pytest.approx(e["normalized"]["ATE_rewritten_rewrite"])
     assert float(rate["truth"]) == e["truth"]["ATE"]
     assert float(rate["error_in_se"]) == e["error_in_se"]["ATE_rewritten_rewrite"]
+    for row in mine:  # the flag beside every error in SEs
+        assert row["error_beyond_2se"] == str(abs(float(row["error_in_se"])) > 2)
     assert (int(rate["n_w1"]), int(rate["n_w0"])) == (e["Y1_count"], e["Y0_count"])
     assert rate["group_by"] == "policy" and rate["smoke_test"] == "True"
     assert whole["naive_effect"]["stderr_unpaired"] == ""  # none: an empty cell
@@ -99,7 +101,9 @@ def test_filters_keep_what_they_name(project):
     first, second, oracle = project["effects"]
     only = _csv(_results(project, "--format", "csv", "--score", "orac*", "--estimand", "ATT"))
     assert {r["file"] for r in only} == {str(oracle)}
-    assert {r["estimator"] for r in only} == {"ATT_single_rewrite", "ATT_rewritten_rewrite"}
+    assert {r["estimator"] for r in only} == {
+        "ATT_single_rewrite", "ATT_rewritten_rewrite", "ATT_rewritten_rewrite_placebo"
+    }  # fmt: skip
     latest = _csv(_results(project, "--format", "csv", "--latest", "--no-groups"))
     assert {r["file"] for r in latest} == {str(second), str(oracle)}
     assert not any(r["group"] for r in latest) and len(latest) == 2 * len(ESTIMATORS)

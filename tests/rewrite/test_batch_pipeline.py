@@ -31,9 +31,15 @@ def server(monkeypatch):
     assert not srv.errors
 
 
-def batch_template(tmp_path: Path, server: FakeBatchServer) -> None:
-    """imdb_sentiment on local files, rewritten through the Batch API at the local server."""
+PLACEBO = "{original_completion}\n\n[Rewrite this review, keeping its sentiment as it is.]"
+
+
+def batch_template(tmp_path: Path, server: FakeBatchServer, placebo: bool = False) -> None:
+    """imdb_sentiment on local files, rewritten through the Batch API at the local server
+    (with ``placebo``, its placebo pass on)."""
     data = yaml.safe_load((ROOT / "dataset_templates" / "imdb_sentiment.yaml").read_text())
+    if placebo:
+        data["placebo_prompt"] = PLACEBO
     data["source"] = {k: v for k, v in data["source"].items() if k != "path"} | {
         "data_files": [str(files(tmp_path)["imdb"])]
     }
@@ -101,6 +107,29 @@ def test_faults_still_give_the_clean_dataset_and_a_rerun_pays_nothing(
     for path in (tmp_path / "faulty").rglob("*"):
         if path.is_file():
             assert KEY not in path.read_text(errors="replace"), path
+
+
+def test_a_placebo_pass_turned_on_later_pays_only_for_itself_and_reruns_free(
+    tmp_path, server, monkeypatch
+):
+    batch_template(tmp_path, server)
+    project = tmp_path / "p"
+    two = run(tmp_path, project, monkeypatch)
+    assert sum(server.paid.values()) == 2 * N
+    assert not any("placebo rewrite" in r["completions"] for r in rows(two))
+    batch_template(tmp_path, server, placebo=True)
+    three = run(tmp_path, project, monkeypatch)
+    # The two passes come from the cache; the placebo pass is bought once, line by line.
+    assert sum(server.paid.values()) == 3 * N and sorted(set(server.paid.values())) == [1]
+    for before, after in zip(rows(two), rows(three), strict=True):
+        c = after["completions"]
+        assert {k: v for k, v in c.items() if k != "placebo rewrite"} == before["completions"]
+        assert c["placebo rewrite"] == c["rewrite"] + " Rewritten."
+        # Checked against the rewrite's target W (this fake changes no sentiment at all).
+        assert after["checks"]["placebo rewrite"] == after["checks"]["rewrite"]
+    calls = server.api_calls()
+    assert rows(run(tmp_path, project, monkeypatch)) == rows(three)
+    assert server.api_calls() == calls  # a finished run's rerun: no call
 
 
 def test_dry_run_writes_requests_and_an_estimate_without_calling(tmp_path, server):

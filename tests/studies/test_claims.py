@@ -229,6 +229,14 @@ def test_the_demo_tables_eighteen_rows(full_world, tmp_path):
         if r["template"] in SHORTCUTS and r["scorer"] == "reward model":
             assert abs(err["naive_effect"]) > z, (where, err["naive_effect"])
     assert seen == 18
+    # The control's true quality: the extra round of random edits moves RATE's ATT and ATU;
+    # the placebo-corrected RATE removes that drift (concepts.md, "the rewrite residue").
+    err = next(
+        r for r in rows if (r["template"], r["scorer"]) == ("tinyrlhf_anvil_pa", "true quality")
+    )["error_in_se"]
+    for estimand in ("ATT", "ATU"):
+        rate, placebo = (err[f"{estimand}_rewritten_rewrite{s}"] for s in ("", "_placebo"))
+        assert abs(placebo) < abs(rate), err
 
 
 def test_the_claim_helpers_by_hand():

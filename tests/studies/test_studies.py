@@ -8,7 +8,7 @@ import pytest
 
 from rate.stats import slope
 from tinyworld.studies.common import ScoredPool
-from tinyworld.studies.coverage import coverage_of_pool
+from tinyworld.studies.coverage import coverage_of_pool, coverage_table
 from tinyworld.studies.synthetic import (
     TEMPLATE,
     correlation_sweep,
@@ -18,10 +18,11 @@ from tinyworld.studies.synthetic import (
 )
 
 
-def normal_pool(n: int, seed: int = 0, bias: float = 0.0) -> ScoredPool:
+def normal_pool(n: int, seed: int = 0, bias: float = 0.0, placebo: bool = False) -> ScoredPool:
     """A pool where every estimator's truth is known: per-unit effects 1 (W=1) and 0.5 (W=0),
     a rewriter signature that shifts both rewrites by 0.3, and ``bias`` added to the
-    rewrite-of-rewrite only (a non-idempotent rewriter)."""
+    rewrite-of-rewrite only (a non-idempotent rewriter: one round more than the rewrite);
+    with ``placebo``, placebo rewrites that have had that round too, W kept."""
     rng = np.random.default_rng(seed)
     w = rng.random(n) < 0.4
     effect = np.where(w, 1.0, 0.5)
@@ -32,6 +33,8 @@ def normal_pool(n: int, seed: int = 0, bias: float = 0.0) -> ScoredPool:
     rr = o + 0.3 + bias + rng.normal(size=n) * 0.2
     rows = [{"key": str(i)} for i in range(n)]
     cols = {"original": o, "rewrite": r, "rewritten rewrite": rr, "perfect rewrite": perfect}
+    if placebo:
+        cols["placebo rewrite"] = r + bias + rng.normal(size=n) * 0.2
     return ScoredPool(rows, w, {"s": cols, "tinyrlhf_oracle": cols})
 
 
@@ -50,6 +53,40 @@ def test_coverage_sees_a_biased_rewriter():
     res = coverage_of_pool(normal_pool(50_000, bias=0.1), "s", n=500, seeds=100, seed=1)
     assert res["coverage"]["ATT_rewritten_rewrite"] < 0.5
     assert res["mean_error"]["ATT_rewritten_rewrite"] == pytest.approx(0.1, abs=0.02)
+
+
+def test_the_placebo_removes_the_extra_rounds_bias_and_the_table_flags_what_is_left():
+    res = coverage_of_pool(normal_pool(50_000, bias=0.1, placebo=True), "s", 500, 100, seed=1)
+    assert res["coverage"]["ATT_rewritten_rewrite"] < 0.5
+    assert res["mean_error"]["ATT_rewritten_rewrite_placebo"] == pytest.approx(0.0, abs=0.01)
+    assert res["coverage"]["ATT_rewritten_rewrite_placebo"] > 0.85
+    assert 1 < res["width_ratio_placebo_over_rate"]["ATT"] < 1.5
+    table = coverage_table({"template": "t", "results": [res]})
+    lines = {row.split(" | ")[1]: row for row in table.splitlines() if row.startswith("| s |")}
+    assert lines["ATT_rewritten_rewrite"].endswith("| yes |")  # bias > 2 SE
+    assert lines["ATT_rewritten_rewrite_placebo"].endswith("|  |")
+    # Without placebo rewrites the study and its table have no such rows.
+    plain = coverage_of_pool(normal_pool(5_000), "s", 500, 5, seed=1)
+    assert "ATT_rewritten_rewrite_placebo" not in plain["coverage"]
+    assert "placebo" not in coverage_table({"template": "t", "results": [plain]})
+
+
+def test_sweep_tables_flag_each_level_whose_estimate_is_off_by_more_than_2_se():
+    band = {"low": [-0.1, -0.1], "high": [0.1, 0.1]}
+    sweep = {
+        "title": "t",
+        "x_label": "level",
+        "levels": [0.0, 1.0],
+        "series": {
+            "naive": {"estimate": [0.0, 1.0], "low": [-0.1, 0.9], "high": [0.1, 1.1]},
+            "rate": {"estimate": [0.05, -0.05], **band},
+            "truth": {"estimate": [0.0, 0.0], **band},
+        },
+        "slopes": {"naive": 1.0, "rate": -0.1, "truth": 0.0},
+    }
+    lines = sweep_table(sweep).splitlines()
+    assert lines[2].endswith("| off by > 2 SE |")
+    assert lines[4].endswith("|  |") and lines[5].endswith("| naive |")
 
 
 def test_correlation_sweep_subsamples_the_design():

@@ -29,6 +29,7 @@ from rate.records import (
     INDEX,
     METADATA,
     PERFECT,
+    PLACEBO,
     PROMPT,
     TEXTS,
     W,
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 
 SCORE_COLUMNS = tuple(c.replace(" ", "_") for c in COMPLETIONS)  # original, rewrite, ...
 PERFECT_COLUMN = PERFECT.replace(" ", "_")
+PLACEBO_COLUMN = PLACEBO.replace(" ", "_")
 
 
 def _column(name: str) -> str:
@@ -55,8 +57,8 @@ def load_scored(path: str | Path, reward_key: str | None = None) -> pd.DataFrame
     """A scored file (or a rewritten dataset, without scores) as a DataFrame, a row per
     example: ``index``, ``w``, ``prompt``, ``text_<completion>``, ``check_<pass>`` (the rewrite
     checks' labels), ``metadata.<field>``, and the scores under ``reward_key`` as
-    ``original``, ``rewrite``, ``rewritten_rewrite`` (and ``perfect_rewrite`` where present;
-    NaN where a score is missing). ``reward_key`` may be left out when the file has one."""
+    ``original``, ``rewrite``, ``rewritten_rewrite`` (and ``perfect_rewrite`` and
+    ``placebo_rewrite`` where present; NaN where a score is missing). ``reward_key`` may be left out when the file has one."""
     path = Path(path)
     rows = read_examples(path)
     keys = reward_keys(rows)
@@ -80,7 +82,7 @@ def load_scored(path: str | Path, reward_key: str | None = None) -> pd.DataFrame
             if not isinstance(value, (dict, list)):
                 out[f"metadata.{field}"] = value
         scores = row.get(key) if key else None
-        for name in (*COMPLETIONS, PERFECT):
+        for name in (*COMPLETIONS, PERFECT, PLACEBO):
             v = scores.get(name) if isinstance(scores, dict) else None
             if name in COMPLETIONS or v is not None:
                 ok = isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -132,12 +134,17 @@ def _given(data: Any, **given: Any) -> dict[str, Any]:
 
 
 def _screened(
-    data: Any, given: dict[str, Any], drop_incomplete: bool
+    data: Any, given: dict[str, Any], drop_incomplete: bool, placebo: Any = None
 ) -> tuple[Scores, np.ndarray, int]:
-    """The scores the stage would take from these inputs (its checks, its messages); -> (the
-    scores, the positions of the examples kept, the number of examples given)."""
+    """The scores the stage would take from these inputs (its checks, its messages), with the
+    placebo rewrites' (``placebo``, or ``data``'s column) where given; -> (the scores, the
+    positions of the examples kept, the number of examples given)."""
     wa = _w(given["w"])
     table = np.column_stack([_array(c, given[c], wa.size) for c in SCORE_COLUMNS])
+    if placebo is None and data is not None and PLACEBO_COLUMN in data:
+        placebo = data[PLACEBO_COLUMN]
+    if placebo is not None:
+        placebo = _array(PLACEBO_COLUMN, placebo, wa.size)
     attrs = data.attrs if isinstance(data, pd.DataFrame) else {}
     where = attrs.get("source") or "the scores given"
     if data is not None and INDEX in data:
@@ -163,6 +170,7 @@ def _screened(
         has_perfect=np.zeros(wa.size, dtype=bool),
         has_key=True,
         reward_keys=[],
+        placebo=placebo,
     )
     s, _, keep, _ = extract_scores(
         cols,
@@ -182,17 +190,19 @@ def scores(
     original: Any = None,
     rewrite: Any = None,
     rewritten_rewrite: Any = None,
+    placebo_rewrite: Any = None,
     drop_incomplete: bool = False,
 ) -> Scores:
     """The estimators' input from a DataFrame (or a dict) with the columns ``w``,
     ``original``, ``rewrite``, ``rewritten_rewrite`` (and, if present, ``index``: each example
-    once), or from those four given as arrays or lists (a keyword given beside ``data``
-    replaces its column). Scores that treatment_effects refuses (missing, non-finite, beyond
-    +-1e100) are refused alike, or dropped with ``drop_incomplete``."""
+    once; ``placebo_rewrite``: the placebo rewrites' scores, for the placebo-corrected RATE),
+    or from those given as arrays or lists (a keyword given beside ``data`` replaces its
+    column). Scores that treatment_effects refuses (missing, non-finite, beyond +-1e100) are
+    refused alike, or dropped with ``drop_incomplete``."""
     given = _given(
         data, w=w, original=original, rewrite=rewrite, rewritten_rewrite=rewritten_rewrite
     )
-    return _screened(data, given, drop_incomplete)[0]
+    return _screened(data, given, drop_incomplete, placebo_rewrite)[0]
 
 
 def estimate(
@@ -202,16 +212,19 @@ def estimate(
     original: Any = None,
     rewrite: Any = None,
     rewritten_rewrite: Any = None,
+    placebo_rewrite: Any = None,
     drop_incomplete: bool = False,
 ) -> dict[str, float]:
-    """Every estimator (naive, single-rewrite and RATE ATT, ATU, ATE) with its SE, the
+    """Every estimator (naive, single-rewrite and RATE ATT, ATU, ATE, and the
+    placebo-corrected RATE given placebo scores) with its SE, the
     counts, the two SDs of the original scores (``reward_std``: pooled within the W groups,
     the reference's; ``reward_std_all``: of all of them) and the rewrite-effect diagnostics;
     input as :func:`scores`.
     Where every example has one W value, the estimates that need both are NaN (a warning
     says which), as treatment_effects leaves them null."""
     given = {"w": w, "original": original, "rewrite": rewrite}
-    s = scores(data, **given, rewritten_rewrite=rewritten_rewrite, drop_incomplete=drop_incomplete)
+    given |= {"rewritten_rewrite": rewritten_rewrite, "placebo_rewrite": placebo_rewrite}
+    s = scores(data, **given, drop_incomplete=drop_incomplete)
     est, notes = identified_estimates(s)
     for note in notes:
         log.warning(note)
@@ -226,6 +239,7 @@ def compute_effects(
     rewrite: Any = None,
     rewritten_rewrite: Any = None,
     perfect_rewrite: Any = None,
+    placebo_rewrite: Any = None,
     n_bootstrap: int = 1000,
     seed: int = 0,
     level: float = 0.95,
@@ -238,7 +252,8 @@ def compute_effects(
     scores), the estimators that are exactly 0 because no rewrite changed the score
     (``no_score_change``), and, given the true counterfactual's scores
     (``perfect_rewrite``, or that column of ``data``), the true effects and each estimator's
-    error in SEs. Input as :func:`scores`."""
+    error in SEs; given the placebo rewrites' scores (``placebo_rewrite``, or that column),
+    the placebo-corrected RATE too. Input as :func:`scores`."""
     # The arguments are the stage's settings: checked by the config schema's declarations.
     n_bootstrap = check_argument(EffectsConfig, "n_bootstrap", n_bootstrap, "n_bootstrap")
     seed = check_argument(EffectsConfig, "bootstrap_seed", seed, "seed")
@@ -249,7 +264,7 @@ def compute_effects(
     given = _given(
         data, w=w, original=original, rewrite=rewrite, rewritten_rewrite=rewritten_rewrite
     )
-    s, keep, n = _screened(data, given, drop_incomplete)
+    s, keep, n = _screened(data, given, drop_incomplete, placebo_rewrite)
     if perfect_rewrite is None and data is not None and PERFECT_COLUMN in data:
         perfect_rewrite = data[PERFECT_COLUMN]
     perfect = (

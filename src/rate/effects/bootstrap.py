@@ -1,7 +1,7 @@
 """Bootstrap percentile intervals for the estimators, resampling within each W group.
 
 Resampling is stratified by W (n1 and n0 stay fixed, as in the design) and seeded. Every
-estimator of :data:`rate.effects.estimators.ESTIMATORS` is a function of the group means of its
+estimator of :data:`rate.effects.estimators.ESTIMATORS` (that the scores allow) is a function of the group means of its
 per-example quantity, so a resample needs only those means: a vector of counts (n_g draws with
 replacement, counted) times a (quantities, n_g) matrix. Resamples are computed in blocks, one random stream per block, on a small
 thread pool (numpy releases the GIL in the heavy kernels).
@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from rate.effects.estimators import ESTIMATORS, QUANTITIES, Estimator, Scores
+from rate.effects.estimators import Estimator, Scores, estimators_for, quantities
 from rate.stats import percentile_interval
 
 BLOCK = 25  # resamples per random stream
@@ -30,17 +30,15 @@ BLOCK = 25  # resamples per random stream
 # 2**16: an index in a full segment is a 16-bit quarter of a random word, nothing rejected.
 SEGMENT = 1 << 16
 
-# The quantities the estimators average, in one matrix row each.
-_ROWS = list(dict.fromkeys(e.quantity for e in ESTIMATORS))
-
 _LOW32 = np.uint64(0xFFFFFFFF)
 _SHIFT32 = np.uint64(32)
 _LOW_WORD = 0 if sys.byteorder == "little" else 1  # where a uint64's low 32 bits lie
 
 
-def _group_matrix(s: Scores, mask: np.ndarray) -> np.ndarray:
-    """(quantities, n_g): each estimator's per-example quantity within one W group."""
-    return np.stack([QUANTITIES[q](s)[mask] for q in _ROWS]).astype(np.float64)
+def _group_matrix(s: Scores, rows: list[str], mask: np.ndarray) -> np.ndarray:
+    """(quantities, n_g): each of ``rows``' per-example quantity within one W group."""
+    values = quantities(s)
+    return np.stack([values[q][mask] for q in rows]).astype(np.float64)
 
 
 def _uniform_indices(out: np.ndarray, bound: int, bitgen: np.random.BitGenerator) -> np.ndarray:
@@ -111,12 +109,16 @@ def _resampled_means(xt: np.ndarray, n_resamples: int, rng: np.random.Generator)
 def bootstrap_statistics(
     s: Scores, n_resamples: int = 1000, seed: int = 0, workers: int = 2
 ) -> dict[str, np.ndarray]:
-    """Every estimator on each stratified resample: {name: array of n_resamples values}."""
+    """Every estimator that ``s`` has the scores for, on each stratified resample: {name:
+    array of n_resamples values}."""
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
     w = s.w.astype(bool)
     n1, n0 = int(w.sum()), int((~w).sum())
-    x1, x0 = _group_matrix(s, w), _group_matrix(s, ~w)
+    table = estimators_for(s)
+    # The quantities the estimators average, in one matrix row each.
+    rows = list(dict.fromkeys(e.quantity for e in table))
+    x1, x0 = _group_matrix(s, rows, w), _group_matrix(s, rows, ~w)
     # One random stream per (group, block of resamples), derived from the seed, so the result
     # depends on the seed alone and not on how many threads share the work.
     blocks = [min(BLOCK, n_resamples - i) for i in range(0, n_resamples, BLOCK)]
@@ -133,7 +135,7 @@ def bootstrap_statistics(
     m0 = np.concatenate(parts[len(blocks) :])
 
     def statistic(e: Estimator) -> np.ndarray:
-        col = _ROWS.index(e.quantity)
+        col = rows.index(e.quantity)
         if e.group == "w1":
             return m1[:, col]
         if e.group == "w0":
@@ -144,7 +146,7 @@ def bootstrap_statistics(
             return m1[:, col] if n1 else m0[:, col]
         return (n1 * m1[:, col] + n0 * m0[:, col]) / (n1 + n0)
 
-    return {e.name: statistic(e) for e in ESTIMATORS}
+    return {e.name: statistic(e) for e in table}
 
 
 def percentile_intervals(

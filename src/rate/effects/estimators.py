@@ -1,7 +1,8 @@
 """The estimators of RATE (Reber et al., ICML 2025) and its baselines, as one table.
 
 Inputs are per-example arrays: ``w`` (the attribute of the original text), and the reward
-model's scores of the original, the rewrite (W flipped) and the rewrite of the rewrite (W back).
+model's scores of the original, the rewrite (W flipped) and the rewrite of the rewrite (W back),
+and, where the dataset has one, of the placebo rewrite (the rewrite rewritten again with W kept).
 Every estimator is the mean of one per-example quantity over one group of examples
 (:data:`ESTIMATORS`); estimates, bootstrap statistics, intervals, normalisation, figures, the
 demo table and the coverage study all iterate over that table, so adding an estimator is one
@@ -12,6 +13,14 @@ Standard errors: unpaired for the naive contrast; paired (sd of the within-examp
 over sqrt(n)) for the single-rewrite and, by default, the RATE estimators, which are
 within-example differences too. The reference's conservative unpaired RATE SEs are reported
 beside them with the suffix ``_stderr_unpaired``.
+
+The placebo-corrected RATE (``*_rewritten_rewrite_placebo``): a rewriter that makes random
+edits in every pass leaves two rounds of them on the rewrite of the rewrite and one on the
+rewrite, so RATE's difference carries the drift of one round besides W's effect. The placebo
+rewrite has two rounds too, with W as in the rewrite, so the rewrite of the rewrite against the
+placebo rewrite compares two texts with two rounds each: RATE minus the drift
+``sign * (placebo - rewrite)``, with the paired SE of the within-example difference. Scores
+without placebo scores simply lack these estimators (:func:`estimators_for`).
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ METHOD_LABELS = {
     "naive": ("naive", "naive"),
     "single_rewrite": ("single rewrite", "single"),
     "rate": ("RATE", "RATE"),
+    "rate_placebo": ("RATE, placebo-corrected", "RATE-p"),
 }
 METHODS = tuple(METHOD_LABELS)
 
@@ -42,11 +52,14 @@ class Scores:
     original: np.ndarray  # (n,)
     rewrite: np.ndarray  # (n,)
     rewritten_rewrite: np.ndarray  # (n,)
+    placebo: np.ndarray | None = None  # (n,) the placebo rewrite's, where there is one
 
     def __post_init__(self) -> None:
         n = len(self.w)
-        for name in ("original", "rewrite", "rewritten_rewrite"):
+        for name in ("original", "rewrite", "rewritten_rewrite", "placebo"):
             arr = getattr(self, name)
+            if arr is None:
+                continue
             if arr.shape != (n,):
                 raise RateError(f"scores '{name}' has shape {arr.shape}, expected ({n},)")
             bad = np.flatnonzero(~np.isfinite(arr))
@@ -62,13 +75,18 @@ class Scores:
         return np.where(self.w.astype(bool), 1.0, -1.0)
 
 
-# Per-example quantities, each oriented "W=1 minus W=0" where it is a difference.
-QUANTITIES: dict[str, Callable[[Scores], np.ndarray]] = {
+# Per-example quantities, each oriented "W=1 minus W=0" where it is a difference; None where
+# the scores lack what the quantity needs.
+QUANTITIES: dict[str, Callable[[Scores], np.ndarray | None]] = {
     "original": lambda s: s.original,
     # Single rewrite: the original against its rewrite.
     "single": lambda s: s.sign * (s.original - s.rewrite),
     # RATE: the rewrite of the rewrite against the rewrite; both passed through the rewriter.
     "rate": lambda s: s.sign * (s.rewritten_rewrite - s.rewrite),
+    # RATE against the placebo rewrite: both texts have had two rounds of the rewriter's edits.
+    "rate_placebo": lambda s: (
+        None if s.placebo is None else s.sign * (s.rewritten_rewrite - s.placebo)
+    ),
 }
 # The two arms of a difference (the score of the W=1 text, of the W=0 text) for the unpaired
 # SE, which treats them as independent samples.
@@ -92,6 +110,9 @@ class Estimator:
     # two); contrast: the W=1 mean minus the W=0 mean, with an unpaired SE.
     group: str
     unpaired_se: bool = False  # also the reference's unpaired SE (needs ARMS[quantity])
+    # Only where the scores have what its quantity needs (placebo rewrites); files and results
+    # without it simply lack it.
+    optional: bool = False
 
 
 ESTIMATORS: tuple[Estimator, ...] = (
@@ -102,8 +123,60 @@ ESTIMATORS: tuple[Estimator, ...] = (
     Estimator("ATT_rewritten_rewrite", "ATT", "rate", "rate", "w1", unpaired_se=True),
     Estimator("ATU_rewritten_rewrite", "ATU", "rate", "rate", "w0", unpaired_se=True),
     Estimator("ATE_rewritten_rewrite", "ATE", "rate", "rate", "all", unpaired_se=True),
+    Estimator(
+        "ATT_rewritten_rewrite_placebo",
+        "ATT",
+        "rate_placebo",
+        "rate_placebo",
+        "w1",
+        optional=True,
+    ),
+    Estimator(
+        "ATU_rewritten_rewrite_placebo",
+        "ATU",
+        "rate_placebo",
+        "rate_placebo",
+        "w0",
+        optional=True,
+    ),
+    Estimator(
+        "ATE_rewritten_rewrite_placebo",
+        "ATE",
+        "rate_placebo",
+        "rate_placebo",
+        "all",
+        optional=True,
+    ),
 )
 BY_NAME = {e.name: e for e in ESTIMATORS}
+# An estimate this many of its own SEs from a known truth is flagged in every table that
+# prints the two side by side.
+FLAG_SE = 2.0
+
+
+def beyond_se(error_in_se: float | None, limit: float = FLAG_SE) -> bool | None:
+    """Whether an error of ``error_in_se`` SEs exceeds ``limit`` (None where it is unknown)."""
+    if error_in_se is None or not math.isfinite(error_in_se):
+        return None
+    return abs(error_in_se) > limit
+
+
+def quantities(s: Scores) -> dict[str, np.ndarray]:
+    """The per-example quantities that ``s`` has the scores for."""
+    values = {name: q(s) for name, q in QUANTITIES.items()}
+    return {name: v for name, v in values.items() if v is not None}
+
+
+def estimators_for(s: Scores) -> list[Estimator]:
+    """The estimators of the table that ``s`` has the scores for (the placebo-corrected ones
+    need placebo scores)."""
+    have = quantities(s)
+    return [e for e in ESTIMATORS if e.quantity in have]
+
+
+def present(est: dict) -> list[Estimator]:
+    """The estimators of the table that an effect result or file holds."""
+    return [e for e in ESTIMATORS if e.name in est]
 
 
 def by_estimand(estimand: str) -> dict[str, Estimator]:
@@ -147,8 +220,9 @@ def estimate(s: Scores) -> dict[str, float]:
     if n1 + n0 == 0:
         raise RateError("no examples to estimate effects from")
     out: dict[str, float] = {"Y1_count": n1, "Y0_count": n0}
-    values = {name: q(s) for name, q in QUANTITIES.items()}
-    for e in ESTIMATORS:
+    values = quantities(s)
+    table = estimators_for(s)
+    for e in table:
         q = values[e.quantity]
         if e.group == "contrast":
             if n1 and n0:
@@ -158,7 +232,7 @@ def estimate(s: Scores) -> dict[str, float]:
                 out[e.name] = out[f"{e.name}_stderr"] = math.nan
         else:
             out[e.name], out[f"{e.name}_stderr"] = _mean_se_paired(q[_mask(e.group, w)])
-    for e in ESTIMATORS:
+    for e in table:
         if e.unpaired_se:
             arm1, arm0 = ARMS[e.quantity](s)
             mask = _mask(e.group, w)
@@ -179,6 +253,12 @@ def estimate(s: Scores) -> dict[str, float]:
     for label, mask in (("w_1", w), ("w_0", ~w)):
         m, se = _mean_se_paired((s.rewritten_rewrite - o)[mask])
         out[f"rewrite_effect_{label}"], out[f"rewrite_effect_{label}_stderr"] = m, se
+    # The drift of one more rewrite round with W kept: placebo rewrite minus rewrite (what the
+    # placebo-corrected RATE takes off RATE, sign aside).
+    if s.placebo is not None:
+        for label, mask in (("w_1", w), ("w_0", ~w)):
+            m, se = _mean_se_paired((s.placebo - s.rewrite)[mask])
+            out[f"placebo_drift_{label}"], out[f"placebo_drift_{label}_stderr"] = m, se
     return out
 
 
@@ -186,9 +266,9 @@ def unchanged_scores(s: Scores) -> list[str]:
     """The within-example estimators whose every difference is exactly 0: no rewrite changed
     the score, so their estimate (and SE) is exactly 0 for that reason alone."""
     w = s.w.astype(bool)
-    values = {name: q(s) for name, q in QUANTITIES.items()}
+    values = quantities(s)
     out = []
-    for e in ESTIMATORS:
+    for e in estimators_for(s):
         if e.group != "contrast":
             diff = values[e.quantity][_mask(e.group, w)]
             if diff.size and not np.any(diff):
@@ -205,4 +285,5 @@ def normalised_keys(est: dict) -> list[str]:
         )
     for label in ("w_1", "w_0"):
         keys += [f"rewrite_effect_{label}", f"rewrite_effect_{label}_stderr"]
+        keys += [f"placebo_drift_{label}", f"placebo_drift_{label}_stderr"]
     return [k for k in keys if k in est]

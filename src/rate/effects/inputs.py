@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from rate.columns import ScoreColumns
-from rate.effects.estimators import ESTIMATORS, Scores, estimate, needs_both_groups
+from rate.effects.estimators import Scores, estimate, needs_both_groups, present
 from rate.errors import DataFileError
 
 log = logging.getLogger(__name__)
@@ -84,13 +84,37 @@ def extract_scores(
     if keep.size == 0:
         raise DataFileError(f"{source}: no complete examples{under}")
     table = cols.scores[keep]
-    scores = Scores(cols.w[keep], table[:, 0].copy(), table[:, 1].copy(), table[:, 2].copy())
+    scores = Scores(
+        cols.w[keep], table[:, 0].copy(), table[:, 1].copy(), table[:, 2].copy(),
+        _placebo(cols, keep, source),
+    )  # fmt: skip
     perfect = cols.perfect[keep] if cols.has_perfect[keep].all() else None
     excluded = {
         "missing": len(bad["missing"]) + len(bad["not_a_number"]),
         "non_finite": len(bad["non_finite"]) + len(bad["too_large"]),
     }
     return scores, perfect, keep, excluded
+
+
+def _placebo(cols: ScoreColumns, keep: np.ndarray, source: Path | str) -> np.ndarray | None:
+    """The placebo rewrites' scores of the kept rows where every one has a usable score, else
+    None (the placebo-corrected estimators are then left out, with a warning where some rows
+    have one)."""
+    if cols.placebo is None:
+        return None
+    p = cols.placebo[keep]
+    usable = np.isfinite(p) & (np.abs(np.nan_to_num(p)) <= MAX_SCORE)
+    if usable.all():
+        return p.copy()
+    if usable.any():
+        log.warning(
+            "%s: %d of %d examples have a placebo rewrite score; the placebo-corrected RATE "
+            "needs one for every example and is left out",
+            source,
+            int(usable.sum()),
+            usable.size,
+        )
+    return None
 
 
 def identified_estimates(s: Scores) -> tuple[dict[str, float], list[str]]:
@@ -101,7 +125,7 @@ def identified_estimates(s: Scores) -> tuple[dict[str, float], list[str]]:
     if n1 and n0:
         return est, []
     # With one W value there is no contrast: only that group's effect is defined.
-    for e in ESTIMATORS:
+    for e in present(est):
         if needs_both_groups(e):
             est[e.name] = est[f"{e.name}_stderr"] = math.nan
             if e.unpaired_se:

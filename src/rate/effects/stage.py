@@ -32,10 +32,10 @@ from rate.config import Config, EffectsConfig, config_record
 from rate.effects.bootstrap import percentile_intervals
 from rate.effects.estimators import (
     ESTIMANDS,
-    ESTIMATORS,
     Scores,
     estimator,
     normalised_keys,
+    present,
     unchanged_scores,
 )
 from rate.effects.inputs import extract_scores, identified_estimates
@@ -70,9 +70,9 @@ def true_effects(s: Scores, perfect: np.ndarray) -> dict[str, float]:
 
 
 def errors_in_se(est: dict, truth: dict) -> dict[str, float]:
-    """(estimate - truth) / the estimate's SE, for every estimator."""
+    """(estimate - truth) / the estimate's SE, for every estimator ``est`` holds."""
     out = {}
-    for e in ESTIMATORS:
+    for e in present(est):
         se = est.get(f"{e.name}_stderr", math.nan)
         out[e.name] = (est[e.name] - truth[e.estimand]) / se if se and se > 0 else math.nan
     return out
@@ -98,10 +98,10 @@ def unchanged_note(names: list[str]) -> str:
 def normal_intervals(est: dict, level: float) -> dict[str, list[float]]:
     z = z_quantile(level)
     out = {}
-    for e in ESTIMATORS:
+    for e in present(est):
         se = est.get(f"{e.name}_stderr", math.nan)
         out[e.name] = [est[e.name] - z * se, est[e.name] + z * se]
-    for e in ESTIMATORS:
+    for e in present(est):
         if e.unpaired_se:
             se = est.get(f"{e.name}_stderr_unpaired", math.nan)
             out[f"{e.name}_unpaired"] = [est[e.name] - z * se, est[e.name] + z * se]

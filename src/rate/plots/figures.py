@@ -56,6 +56,7 @@ STYLE = {  # series -> (colour, marker, legend label)
     "naive": ("tab:orange", "s", "naive"),
     "single_rewrite": ("tab:green", "^", "single rewrite"),
     "rate": ("tab:blue", "o", "RATE (rewrite of rewrite)"),
+    "rate_placebo": ("tab:purple", "D", "RATE, placebo-corrected"),
     "truth": ("black", "", "true effect"),
 }
 COMPLETION_COLOURS = {
@@ -366,11 +367,13 @@ def effects_figure(
 
 
 def rewrite_bias_figure(effects: dict, normalized: bool = True) -> Figure:
-    """ATE, ATT and ATU of one effect file: RATE vs the single rewrite, with intervals and the
-    truth where known (the gap between the two is the bias the rewrite itself adds)."""
+    """ATE, ATT and ATU of one effect file: RATE vs the single rewrite (and the
+    placebo-corrected RATE where the file has it), with intervals and the truth where known
+    (the gap between the two is the bias the rewrite itself adds)."""
     fig = _agg_figure(6.4, 3.6)
     ax = fig.subplots()
     ax.axvline(0, color="0.85", lw=1, zorder=0)
+    placebo = estimator("rate_placebo", "ATE").name in effects
     for i, estimand in enumerate(ESTIMANDS):
         y = -i
         single_key = estimator("single_rewrite", estimand).name
@@ -379,6 +382,9 @@ def rewrite_bias_figure(effects: dict, normalized: bool = True) -> Figure:
         )
         rate_name = estimator("rate", estimand).name
         rate = _draw_estimate(ax, effects, rate_name, y - 0.15, "rate", estimand, normalized)
+        if placebo:
+            name = estimator("rate_placebo", estimand).name
+            _draw_estimate(ax, effects, name, y - 0.3, "rate_placebo", estimand, normalized)
         if single is None and rate is None:
             _not_estimable(ax, y, estimand)
         _draw_truth(ax, truth(effects, estimand, normalized), y, 0.35, estimand)
@@ -397,7 +403,7 @@ def rewrite_bias_figure(effects: dict, normalized: bool = True) -> Figure:
     )
     _legend(
         fig,
-        ["single_rewrite", "rate"],
+        ["single_rewrite", "rate"] + (["rate_placebo"] if placebo else []),
         bootstrap="bootstrap" in (effects.get("intervals") or {}),
         truth=bool(effects.get("truth")),
     )

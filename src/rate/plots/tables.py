@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from rate.effects.estimators import estimator
+from rate.effects.estimators import FLAG_SE, beyond_se, estimator
 from rate.records import COMPLETIONS, INDEX, TEXTS, W
 from rate.results.values import (
     NO_SCORE_CHANGE,
@@ -75,11 +75,13 @@ def effects_summary_table(effects: list[dict], names: Sequence[str] | None = Non
     """A Markdown table with one line per effect file: counts, naive, single-rewrite and RATE
     ATE (raw units, RATE's normal interval and its value divided by each of the two SDs of
     the original scores: the pooled within-group one, reward_std, as the reference does, and
-    the SD of all of them), the true ATE, the two SDs, and how many of each pass's rewrites
-    passed their checks, of all of them."""
+    the SD of all of them), the true ATE and whether RATE's ATE is more than 2 of its SEs
+    from it, the two SDs, and how many of each pass's rewrites passed their checks, of all of
+    them."""
     header = ["dataset", "concept", "RM", "n (W=1 / W=0)", "naive", "single rewrite ATE"]
     header += ["RATE ATE", "RATE ATE interval", "RATE ATE ÷ reward_std (within-group SD)"]
-    header += ["RATE ATE ÷ SD of all originals", "true ATE", "reward_std (within-group SD)"]
+    header += ["RATE ATE ÷ SD of all originals", "true ATE", f"RATE off by > {FLAG_SE:g} SE"]
+    header += ["reward_std (within-group SD)"]
     header += ["SD of all originals"]
     header += [f"{p}: {SUCCESS_LABEL}" for p in PASSES]
     if names is not None:
@@ -95,7 +97,9 @@ def effects_summary_table(effects: list[dict], names: Sequence[str] | None = Non
         line += [_fmt_estimate(e, single), _fmt_estimate(e, rate)]
         line += [_fmt_interval(interval(e, rate, "normal", False))]
         line += [_fmt(value(e, rate, True)), _fmt(value(e, rate, "all"))]
-        line += [_fmt((e.get("truth") or {}).get("ATE")), _fmt(e.get("reward_std"))]
+        off = beyond_se(num((e.get("error_in_se") or {}).get(rate)))
+        line += [_fmt((e.get("truth") or {}).get("ATE"))]
+        line += ["" if off is None else ("yes" if off else "no"), _fmt(e.get("reward_std"))]
         line += [_fmt(e.get("reward_std_all"))]
         line += [success_text(*success_counts(e, p)) for p in PASSES]
         if names is not None:

@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--method",
         action="append",
         default=[],
-        help="only naive, single_rewrite or rate (repeatable)",
+        help="only naive, single_rewrite, rate or rate_placebo (repeatable)",
     )
     kind = p.add_mutually_exclusive_group()
     kind.add_argument("--smoke", action="store_true", help="only smoke-test files")

@@ -5,9 +5,12 @@ normal and bootstrap intervals, the estimate and SE normalised as the reference 
 (``normalized``: divided by ``reward_std``, the pooled within-group SD of the original scores)
 and, beside it, the estimate divided by the SD of all original scores (``normalized_all``,
 ``reward_std_all``; empty for files made before it was recorded), the true effect and the error
-in SEs where the file knows them (the tiny world), the counts, the share of each create_dataset
+in SEs where the file knows them (the tiny world), whether that error exceeds 2 SE
+(``error_beyond_2se``), the counts, the share of each create_dataset
 pass's rewrites that passed their checks (of all that pass's rewrites), and a ``note`` where
-the estimate is exactly 0 because no rewrite changed the score. A file's groups
+the estimate is exactly 0 because no rewrite changed the score. An estimator the file does
+not hold (the placebo-corrected RATE of a file without placebo rewrites) has no rows. A file's
+groups
 (``effects.group_by``, or the sources of ``effects.pool_with``) give rows of their own, with
 ``group`` set; the whole file's rows have ``group`` empty. The table is plain rows of plain
 values: the CSV, Markdown and JSON writers here, and :func:`rate.api.load_effects` (a pandas
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rate.effects.estimators import ESTIMANDS, ESTIMATORS, METHODS, Estimator
+from rate.effects.estimators import ESTIMANDS, ESTIMATORS, METHODS, Estimator, beyond_se
 from rate.errors import ConfigError, DataFileError
 from rate.io import json_text, read_json
 from rate.results import FORMATS
@@ -69,6 +72,7 @@ COLUMNS = (
     "normalized_all",
     "truth",
     "error_in_se",
+    "error_beyond_2se",
     "n_w1",
     "n_w0",
     "reward_std",
@@ -183,6 +187,7 @@ def _row(
     normal = interval(part, e.name, "normal", False)
     boot = interval(part, e.name, "bootstrap", False)
     truth = num((part.get("truth") or {}).get(e.estimand))
+    error = num((part.get("error_in_se") or {}).get(e.name))
     return {
         **base,
         "group": group,
@@ -201,7 +206,8 @@ def _row(
         "normalized_stderr": value(part, f"{e.name}_stderr", True),
         "normalized_all": value(part, e.name, "all"),
         "truth": truth,
-        "error_in_se": num((part.get("error_in_se") or {}).get(e.name)),
+        "error_in_se": error,
+        "error_beyond_2se": beyond_se(error),
         "n_w1": part.get("Y1_count"),
         "n_w0": part.get("Y0_count"),
         "reward_std": num(part.get("reward_std")),
@@ -209,6 +215,13 @@ def _row(
         **rates,
         "note": NO_SCORE_CHANGE if score_unchanged(part, e.name) else None,
     }
+
+
+def _holds(effects: dict, e: Estimator) -> bool:
+    """Whether an effect file (or group) has a row for ``e``: every estimator of the reference
+    always (null where not identified, as the file has it), the placebo-corrected RATE only
+    where the file holds it."""
+    return not e.optional or e.name in effects
 
 
 def file_rows(path: Path, effects: dict, filters: Filters = Filters()) -> list[dict]:
@@ -232,12 +245,12 @@ def file_rows(path: Path, effects: dict, filters: Filters = Filters()) -> list[d
     ]
     # The checks are counted over the whole file, not per group.
     rates = dict(zip(SUCCESS_COLUMNS, (success_rate(effects, p) for p in PASSES), strict=True))
-    rows = [_row(base, effects, e, rates, None) for e in estimators]
+    rows = [_row(base, effects, e, rates, None) for e in estimators if _holds(effects, e)]
     groups = effects.get("groups") if filters.groups else None
     for name, part in (groups or {}).items():
         if isinstance(part, dict):
             none = dict.fromkeys(SUCCESS_COLUMNS)
-            rows += [_row(base, part, e, none, str(name)) for e in estimators]
+            rows += [_row(base, part, e, none, str(name)) for e in estimators if _holds(part, e)]
     return rows
 
 

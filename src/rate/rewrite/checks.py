@@ -6,12 +6,13 @@ An output is, in this order of precedence:
   request sent, or the model's own), so it is cut short;
 - ``empty``: nothing but whitespace;
 - ``refusal``: it opens like a model declining ("I'm sorry, but ...", "As an AI ...");
-- ``unchanged``: identical to its input (up to surrounding whitespace);
+- ``unchanged``: identical to its input (up to surrounding whitespace), except in the placebo
+  pass, whose job is to keep W and may leave a text as it was;
 - ``missed_target``: W, re-read from the output by the template's rule (or its check scorer),
   is not the target (``undefined`` when the rule cannot tell);
 - ``ok``; or ``unchecked`` when W cannot be read off text and no check scorer is named.
 
-The effects stage can keep only the examples whose two rewrites are ``ok`` or ``unchecked``.
+The effects stage can keep only the examples whose rewrites are ``ok`` or ``unchecked``.
 """
 
 from __future__ import annotations
@@ -45,9 +46,11 @@ def label_outputs(
     targets: list[bool],
     classify_texts: Callable[[list[str]], list[bool | None] | None] | None,
     stopped_at_limit: list[bool] | None = None,
+    unchanged_ok: bool = False,
 ) -> list[str]:
     """One label of :data:`LABELS` per output (``stopped_at_limit``: which outputs the
-    rewriter says were cut at a length limit)."""
+    rewriter says were cut at a length limit; ``unchanged_ok``: an output identical to its
+    input is checked for W like any other, as the placebo pass's may be)."""
     labels: list[str | None] = []
     cut = stopped_at_limit or [False] * len(outputs)
     for src, out, at_limit in zip(inputs, outputs, cut, strict=True):
@@ -57,7 +60,7 @@ def label_outputs(
             labels.append("empty")
         elif REFUSAL.search(out):
             labels.append("refusal")
-        elif out.strip() == src.strip():
+        elif out.strip() == src.strip() and not unchanged_ok:
             labels.append("unchanged")
         else:
             labels.append(None)

@@ -1,10 +1,14 @@
-"""Stage 1, create_dataset: classify W, keep exactly n examples, rewrite twice, save.
+"""Stage 1, create_dataset: classify W, keep exactly n examples, rewrite twice (three times
+with a placebo pass), save.
 
 The output is the reference pipeline's JSON: ``{index: {"w_original", "completions":
 {"original", "rewrite", "rewritten rewrite"}, "reward_question"}}``, plus our ``key`` and
 ``metadata`` per example, and ``"perfect rewrite"`` where the rewriter knows the true
-counterfactual (the tiny world), and ``checks``: for each rewrite, whether it reached its
-target W (:mod:`rate.rewrite.checks`). A ``.meta.json`` beside it records the template, the
+counterfactual (the tiny world), ``"placebo rewrite"`` where the template has a
+``placebo_prompt`` (each rewrite rewritten again with W kept: a third pass, off unless the
+template asks for it), and ``checks``: for each rewrite, whether it reached its target W
+(:mod:`rate.rewrite.checks`). Every pass goes through the same rewriter, so a rerun resumes
+each of them alike (the Batch API's cache answers what was bought). A ``.meta.json`` beside it records the template, the
 config, the W counts, the rewriter and the check counts of each pass.
 """
 
@@ -25,6 +29,7 @@ from rate.progress import progress
 from rate.records import (
     ORIGINAL,
     PERFECT,
+    PLACEBO,
     REWRITE,
     REWRITTEN,
     rewritten_example,
@@ -185,6 +190,18 @@ def first_requests(template: DatasetTemplate, chosen) -> list[RewriteRequest]:
     ]
 
 
+def placebo_requests(
+    template: DatasetTemplate, chosen, rewrites: list[str]
+) -> list[RewriteRequest]:
+    """The placebo pass: each rewrite rewritten again with W kept as it is in the rewrite (the
+    opposite of the original's), so that it has had two rounds of the rewriter's edits, as
+    the rewrite of the rewrite has."""
+    return [
+        RewriteRequest(f"{ex.key}/placebo", r, not w, template.placebo_instruction(r))
+        for (ex, w), r in zip(chosen, rewrites, strict=True)
+    ]
+
+
 def build_dataset(
     template: DatasetTemplate, n: int, seed: int, batch_size: int = 512
 ) -> tuple[dict, dict]:
@@ -214,6 +231,13 @@ def build_dataset(
             [r.text for r in second], rewritten, [r.target_w for r in second], classify, cut_back
         ),
     }
+    placebo = None
+    if template.placebo_prompt is not None:
+        third = placebo_requests(template, chosen, rewrites)
+        placebo, cut_p = _rewrite_all(rewriter, third, batch_size, "placebo rewrite (W kept)")
+        labels[PLACEBO] = label_outputs(
+            rewrites, placebo, [r.target_w for r in third], classify, cut_p, unchanged_ok=True
+        )
     checks = {name: summarize(pass_labels) for name, pass_labels in labels.items()}
     for name, c in checks.items():
         log.info(
@@ -236,6 +260,8 @@ def build_dataset(
         completions = {ORIGINAL: ex.text, REWRITE: rewrites[i], REWRITTEN: rewritten[i]}
         if perfect is not None:
             completions[PERFECT] = perfect[i]
+        if placebo is not None:
+            completions[PLACEBO] = placebo[i]
         checks_of_example = {name: pass_labels[i] for name, pass_labels in labels.items()}
         examples.append(
             rewritten_example(w, completions, ex.prompt, ex.key, ex.fields, checks_of_example)
@@ -253,6 +279,7 @@ def build_dataset(
             "rewrite_check": check.truncated_texts() if check is not picked.rule else 0,
         },
         "has_true_counterfactual": perfect is not None,
+        "has_placebo": placebo is not None,
         "seconds": round(time.perf_counter() - t0, 2),
     }
     return examples, summary
@@ -274,10 +301,15 @@ def plan_dataset(config: Config, layout: Layout, template: DatasetTemplate) -> P
         first = rewriter.plan(first_requests(template, picked.examples), config.rewrites.prices)
     except ConfigError as err:
         raise ConfigError(f"{template.path}: {err}") from None
-    both = {
-        key: (2 * first[key] if isinstance(first.get(key), (int, float)) else None)
-        for key in ("requests", "input_tokens", "output_tokens_estimate", "cost_usd")
-    }
+    passes = 2 if template.placebo_prompt is None else 3
+
+    def times(k: int) -> dict:
+        return {
+            key: (k * first[key] if isinstance(first.get(key), (int, float)) else None)
+            for key in ("requests", "input_tokens", "output_tokens_estimate", "cost_usd")
+        }
+
+    both, every = times(2), times(passes)
     estimate = {
         "template": template.name,
         "n_examples": n,
@@ -285,9 +317,12 @@ def plan_dataset(config: Config, layout: Layout, template: DatasetTemplate) -> P
         "w_classifier_fitted": picked.fitted,
         "first_pass": first,
         "both_passes": both,
+        "passes": passes,
+        "all_passes": every,
         "note": (
-            "the second pass rewrites the first pass's outputs, which do not exist yet; it is "
-            "estimated as the first pass again"
+            "the second pass (and the placebo pass, where the template has a placebo_prompt) "
+            "rewrites the first pass's outputs, which do not exist yet; each is estimated as "
+            "the first pass again"
         ),
     }
     out = publish(
@@ -299,13 +334,14 @@ def plan_dataset(config: Config, layout: Layout, template: DatasetTemplate) -> P
         "create_dataset",
         None,
     )
-    cost = both["cost_usd"]
+    cost = every["cost_usd"]
     log.info(
-        "dry run: %d requests in %d file(s) for the first pass, about %s input tokens; both "
+        "dry run: %d requests in %d file(s) for the first pass, about %s input tokens; %s "
         "passes about %s (estimate in %s; request files under %s)",
         first["requests"],
         first["files"],
         f"{first['input_tokens']:,}",
+        "both" if passes == 2 else "all three (with the placebo pass)",
         "an unknown cost (no price for the model)" if cost is None else f"${cost:,.2f}",
         out,
         first.get("run_dir"),

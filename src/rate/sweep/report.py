@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from statistics import NormalDist
 
-from rate.effects.estimators import estimator
+from rate.effects.estimators import FLAG_SE, beyond_se, estimator
 from rate.io import atomic_directory, json_text, read_json
 from rate.plots.figures import effects_figure, figure_bytes
 from rate.results.values import ALL_SD, interval, num, rate_key, truth, units, value
@@ -122,6 +122,14 @@ def _p(x) -> str:
     return f"{x:.2e}" if x < 1e-3 else f"{x:.4f}"
 
 
+def _off(row: dict) -> str:
+    """Whether RATE's estimate is more than FLAG_SE of its SEs from the truth (blank where
+    the truth or the SE is unknown)."""
+    est, se, t = num(row["rate"]), num(row["rate_se"]), num(row["truth"])
+    off = beyond_se((est - t) / se) if None not in (est, se, t) and se > 0 else None
+    return "" if off is None else ("yes" if off else "no")
+
+
 def markdown(name: str, rows: list[dict], missing: list[str], level: float) -> str:
     known = any(r["truth"] is not None for r in rows)
     lines = [
@@ -134,9 +142,9 @@ def markdown(name: str, rows: list[dict], missing: list[str], level: float) -> s
         "",
         "| rank | dataset | concept | scorer | n W=1/W=0 | naive | RATE (SE) | interval | "
         + "RATE ÷ SD of all originals | "
-        + ("true effect | " if known else "")
+        + (f"true effect | off by > {FLAG_SE:g} SE | " if known else "")
         + "p | p Holm | p BH |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if known else ""),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if known else ""),
     ]
     for r in rows:
         estimand = "" if r["estimand"] == "ATE" else f" {r['estimand']}"
@@ -145,7 +153,7 @@ def markdown(name: str, rows: list[dict], missing: list[str], level: float) -> s
             f"{r['n_w1']}/{r['n_w0']} | {_f(r['naive'])} | {_f(r['rate'])}{estimand} "
             f"({_se(r['rate_se'])}) | "
             f"[{_f(r['low'])}, {_f(r['high'])}] | {_f(r['rate_all'])} | "
-            + (f"{_f(r['truth'])} | " if known else "")
+            + (f"{_f(r['truth'])} | {_off(r)} | " if known else "")
             + f"{_p(r['p'])} | {_p(r['p_holm'])} | "
             f"{_p(r['p_bh'])} |"
         )

@@ -10,7 +10,7 @@ import numpy as np
 
 from rate.catalog import load_scoring_template
 from rate.effects.estimators import Scores
-from rate.records import ORIGINAL, PERFECT, PROMPT, REWRITE, REWRITTEN, TEXTS, W
+from rate.records import ORIGINAL, PERFECT, PLACEBO, PROMPT, REWRITE, REWRITTEN, TEXTS, W
 from rate.rewrite.stage import build_dataset
 from rate.score.backends import build_scorer
 from rate.templates import DatasetTemplate
@@ -19,6 +19,7 @@ from tinyworld.options import using_world
 log = logging.getLogger(__name__)
 
 COMPLETIONS = (ORIGINAL, REWRITE, REWRITTEN, PERFECT)
+OPTIONAL = (PLACEBO,)  # scored where the rows have it (a template with a placebo_prompt)
 
 
 @dataclass
@@ -38,7 +39,7 @@ class ScoredPool:
 
     def estimator_input(self, scorer: str) -> tuple[Scores, np.ndarray]:
         c = self.scores[scorer]
-        return Scores(self.w, c[ORIGINAL], c[REWRITE], c[REWRITTEN]), c[PERFECT]
+        return Scores(self.w, c[ORIGINAL], c[REWRITE], c[REWRITTEN], c.get(PLACEBO)), c[PERFECT]
 
 
 def score_rows_with(rows: list[dict], scorer_names: list[str], world: Path) -> dict:
@@ -49,7 +50,8 @@ def score_rows_with(rows: list[dict], scorer_names: list[str], world: Path) -> d
         with using_world(world):
             scorer = build_scorer(load_scoring_template(name))
         out[name] = {}
-        for comp in COMPLETIONS:
+        optional = [c for c in OPTIONAL if rows and all(c in r[TEXTS] for r in rows)]
+        for comp in (*COMPLETIONS, *optional):
             texts = [r[TEXTS][comp] for r in rows]
             vals = []
             for i in range(0, len(texts), 8192):

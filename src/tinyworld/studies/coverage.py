@@ -17,7 +17,15 @@ import numpy as np
 
 from rate.catalog import load_dataset_template
 from rate.effects.bootstrap import percentile_intervals
-from rate.effects.estimators import BY_NAME, ESTIMATORS, estimate, estimator
+from rate.effects.estimators import (
+    BY_NAME,
+    ESTIMATORS,
+    FLAG_SE,
+    beyond_se,
+    estimate,
+    estimator,
+    estimators_for,
+)
 from rate.effects.stage import true_effects
 from rate.progress import progress
 from rate.stats import z_quantile
@@ -43,7 +51,9 @@ def coverage_of_pool(
     s_all, perfect_all = pool.estimator_input(scorer)
     truth = true_effects(s_all, perfect_all)
     rng = np.random.default_rng(seed)
-    names = [e.name for e in ESTIMATORS] + [f"{k}_unpaired" for k in UNPAIRED]
+    # Every estimator the pool has scores for (the placebo-corrected RATE where it has
+    # placebo rewrites), and the reference's unpaired RATE intervals.
+    names = [e.name for e in estimators_for(s_all)] + [f"{k}_unpaired" for k in UNPAIRED]
     covered = {k: 0 for k in names}
     boot_covered = {k: 0 for k in UNPAIRED}
     boot_conditional = 0
@@ -93,6 +103,13 @@ def coverage_of_pool(
         "width_ratio_paired_over_unpaired": {
             k: float(np.mean(ses[k]) / np.mean(ses[f"{k}_unpaired"])) for k in UNPAIRED
         },
+        # The placebo-corrected RATE's interval width against RATE's (paired), per estimand.
+        "width_ratio_placebo_over_rate": {
+            e.estimand: float(np.mean(ses[e.name]) / np.mean(ses[rate.name]))
+            for e in ESTIMATORS
+            if e.method == "rate_placebo" and e.name in ses
+            for rate in [estimator("rate", e.estimand)]
+        },
     }
     if n_bootstrap:
         out["bootstrap_coverage"] = {k: boot_covered[k] / used for k in UNPAIRED}
@@ -127,31 +144,39 @@ def coverage_table(study: dict) -> str:
         f"Coverage study, template `{study['template']}`",
         "",
         "| scorer | estimator | coverage (paired) | coverage (unpaired) | bootstrap | "
-        "mean error / SE | sd / mean SE | width paired / unpaired |",
-        "|---|---|---|---|---|---|---|---|",
+        f"mean error / SE | sd / mean SE | width paired / unpaired | width / RATE's | "
+        f"bias > {FLAG_SE:g} SE |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     shown = [estimator(m, "ATE").name for m in ("naive", "single_rewrite")] + list(UNPAIRED)
+    shown += [e.name for e in ESTIMATORS if e.method == "rate_placebo"]
     for r in study["results"]:
-        for k in shown:
+        for k in (k for k in shown if k in r["coverage"]):
             unp = r["coverage"].get(f"{k}_unpaired")
             boot = r.get("bootstrap_coverage", {}).get(k)
             ratio = r["width_ratio_paired_over_unpaired"].get(k)
+            e = BY_NAME[k]
+            vs_rate = (r.get("width_ratio_placebo_over_rate") or {}).get(e.estimand)
+            vs_rate = vs_rate if e.method == "rate_placebo" else None
+            flag = "yes" if beyond_se(r["mean_error_in_se"][k]) else ""
             lines.append(
                 f"| {r['scorer']} | {k} | {r['coverage'][k]:.3f} | "
                 f"{'' if unp is None else f'{unp:.3f}'} | {'' if boot is None else f'{boot:.3f}'} | "
                 f"{r['mean_error_in_se'][k]:+.2f} | {r['sd_over_mean_se'][k]:.2f} | "
-                f"{'' if ratio is None else f'{ratio:.3f}'} |"
+                f"{'' if ratio is None else f'{ratio:.3f}'} | "
+                f"{'' if vs_rate is None else f'{vs_rate:.3f}'} | {flag} |"
             )
     for r in study["results"]:
         if "bootstrap_coverage_ATE_of_the_sample_mix" in r:
             lines.append(
                 f"| {r['scorer']} | {estimator('rate', 'ATE').name}, against the sample mix's ATE | | | "
-                f"{r['bootstrap_coverage_ATE_of_the_sample_mix']:.3f} | | | |"
+                f"{r['bootstrap_coverage_ATE_of_the_sample_mix']:.3f} | | | | | |"
             )
     r0 = study["results"][0]
     lines.append("")
     lines.append(
         f"{r0['seeds']} samples of {r0['n']} from a pool of {r0['pool_size']}; "
-        f"Monte Carlo SE of a 95% coverage: {r0['coverage_mc_se']:.3f}."
+        f"Monte Carlo SE of a 95% coverage: {r0['coverage_mc_se']:.3f}. Bias > {FLAG_SE:g} SE: "
+        f"the mean error exceeds {FLAG_SE:g} mean SEs."
     )
     return "\n".join(lines)

@@ -25,12 +25,12 @@ from pathlib import Path
 import numpy as np
 
 from rate.catalog import load_dataset_template
-from rate.effects.estimators import METHODS, estimator
+from rate.effects.estimators import FLAG_SE, METHOD_LABELS, METHODS, beyond_se, estimator
 from rate.effects.stage import compute_effects
 from rate.io import atomic_write_json, atomic_write_text
 from rate.plots.stage import make_plots
 from rate.progress import progress
-from rate.records import ORIGINAL, PERFECT, REWRITE, REWRITTEN, TEXTS
+from rate.records import ORIGINAL, PERFECT, PLACEBO, REWRITE, REWRITTEN, TEXTS
 from rate.rewrite.backends import build_rewriter
 from rate.rewrite.base import RewriteRequest
 from rate.seeding import stable_seed
@@ -64,7 +64,7 @@ def _sweep(
 ) -> dict:
     """points[level] = {series: _point(...)} -> the plots module's sweep format."""
     series = {}
-    for s in METHODS:
+    for s in (m for m in METHODS if m in points[0]):  # those the pool has scores for
         series[s] = {f: [p[s][f] for p in points] for f in ("estimate", "low", "high")}
     series["truth"] = {
         "estimate": [p["rate"]["truth"] for p in points],
@@ -90,7 +90,8 @@ def _estimates(pool: ScoredPool, scorer: str, estimand: str) -> dict:
     for method in METHODS:
         # The naive contrast estimates the ATE only; every sweep shows it.
         e = estimator(method, estimand) or estimator(method, "ATE")
-        out[method] = _point(r, e.name, e.estimand)
+        if e.name in r:
+            out[method] = _point(r, e.name, e.estimand)
     return out
 
 
@@ -142,9 +143,12 @@ def inject_typos(text: str, key: str, token: str, counterpart: str) -> str:
     return " ".join(toks)
 
 
-def typo_level_rows(base: ScoredPool, u: np.ndarray, share: float, rewriter, rule) -> list[dict]:
+def typo_level_rows(
+    base: ScoredPool, u: np.ndarray, share: float, rewriter, rule, placebo: bool = False
+) -> list[dict]:
     """The rows of one level of the typo sweep: each W=1 example with ``u`` below ``share``
-    typo'd, then rewritten, rewritten back and perfectly rewritten."""
+    typo'd, then rewritten, rewritten back and perfectly rewritten (and, with ``placebo``,
+    its rewrite rewritten again with W kept)."""
     rows = []
     for j, row in enumerate(base.rows):
         text = row[TEXTS][ORIGINAL]
@@ -160,6 +164,10 @@ def typo_level_rows(base: ScoredPool, u: np.ndarray, share: float, rewriter, rul
             REWRITTEN: rr,
             PERFECT: rewriter.counterfactual([first])[0],
         }
+        if placebo:
+            comps[PLACEBO] = rewriter.rewrite(
+                [RewriteRequest(f"{row['key']}/placebo", r, not w, "")]
+            )[0]
         rows.append({**row, TEXTS: comps})
     return rows
 
@@ -175,7 +183,9 @@ def typo_sweep(pool: ScoredPool, n: int, seed: int, world: Path) -> dict[str, di
     points: dict[str, list] = {s: [] for s in pool.scores}
     shares = [i / 10 for i in LEVELS]
     for share in progress(shares, "typo sweep", len(shares)):
-        rows = typo_level_rows(base, u, share, rewriter, rule)
+        rows = typo_level_rows(
+            base, u, share, rewriter, rule, placebo=template.placebo_prompt is not None
+        )
         scores = score_rows_with(rows, list(pool.scores), world)
         level_pool = ScoredPool(rows, base.w, scores)
         for scorer in pool.scores:
@@ -194,21 +204,28 @@ def typo_sweep(pool: ScoredPool, n: int, seed: int, world: Path) -> dict[str, di
 
 
 def sweep_table(sweep: dict) -> str:
-    """Markdown: every level's estimates with 95% intervals, and the fitted slopes."""
-    names = ("naive", "single_rewrite", "rate", "truth")
+    """Markdown: every level's estimates with 95% intervals, the fitted slopes, and per level
+    the estimators whose error exceeds 2 of their own SEs (the SE read off the interval)."""
+    methods = [m for m in METHODS if m in sweep["series"]]
+    names = (*methods, "truth")
     lines = [
         f"### {sweep['title']}",
         "",
-        f"| {sweep['x_label']} | " + " | ".join(names) + " |",
-        "|---" * (len(names) + 1) + "|",
+        f"| {sweep['x_label']} | " + " | ".join(names) + f" | off by > {FLAG_SE:g} SE |",
+        "|---" * (len(names) + 2) + "|",
     ]
+    truth = sweep["series"]["truth"]["estimate"]
     for i, x in enumerate(sweep["levels"]):
-        cells = []
+        cells, off = [], []
         for s in names:
             v = sweep["series"][s]
             cells.append(f"{v['estimate'][i]:+.4f} [{v['low'][i]:+.4f}, {v['high'][i]:+.4f}]")
-        lines.append(f"| {x:g} | " + " | ".join(cells) + " |")
-    lines.append("| slope | " + " | ".join(f"{sweep['slopes'][s]:+.5f}" for s in names) + " |")
+            se = (v["high"][i] - v["low"][i]) / (2 * Z)
+            if s != "truth" and se > 0 and beyond_se((v["estimate"][i] - truth[i]) / se):
+                off.append(METHOD_LABELS[s][1])
+        lines.append(f"| {x:g} | " + " | ".join(cells) + f" | {', '.join(off)} |")
+    slopes = " | ".join(f"{sweep['slopes'][s]:+.5f}" for s in names)
+    lines.append(f"| slope | {slopes} | |")
     return "\n".join(lines)
 
 

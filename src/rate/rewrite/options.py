@@ -30,6 +30,20 @@ FILLER = (
     "I took it as the label says.",
     "Those are the details as I remember them.",
 )
+# The attributes the rules_en backend flips: sentiment and length (rate.rewrite.rules_en), the
+# others by rate.rewrite.rules_attributes (a test holds this list and its edits equal).
+RULE_ATTRIBUTES = (
+    "sentiment",
+    "length",
+    "structure",
+    "sycophancy",
+    "hedging",
+    "exclamation",
+    "emoji",
+    "politeness",
+    "emphasis",
+    "disclaimer",
+)
 _WINDOW = re.compile(r"[1-9][0-9]*h")
 MB = 1_000_000
 # The Batch API's limits per input file (SPEC A.3): we never go above them.
@@ -49,7 +63,11 @@ BACKOFF = Bound(0, high=600, why="seconds, doubled at each attempt")
 
 @dataclass
 class RulesEnOptions(Part):
-    attribute: str = opt(help="sentiment or length", choices=("sentiment", "length"))
+    attribute: str = opt(
+        help="the attribute the rules flip: sentiment, length, or one of the catalogue's "
+        "(dataset_templates/attributes/)",
+        choices=RULE_ATTRIBUTES,
+    )
     signature: bool = True  # leave the signature (an LLM would); false: the W edit alone
     filler: list[str] = field(default_factory=lambda: list(FILLER))
 

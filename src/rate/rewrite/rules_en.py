@@ -1,4 +1,5 @@
-"""An offline, rule-based rewriter for English text: sentiment and length.
+"""An offline, rule-based rewriter for English text: sentiment and length (the catalogue's
+other attributes are :mod:`rate.rewrite.rules_attributes`'s).
 
 It stands in for an LLM where none can run, and it behaves like one in the way RATE cares
 about: besides the edit that sets W it leaves a *signature* on every output, the same whatever
@@ -104,7 +105,7 @@ CONTRACTIONS = {
     "let's": "let us",
 }
 # Neutral sentences (VADER compound 0): added length must not carry sentiment.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _CONTRACTION = re.compile(
     "|".join(re.escape(k) for k in sorted(CONTRACTIONS, key=len, reverse=True)),
     re.IGNORECASE,
@@ -169,7 +170,7 @@ class RulesEnRewriter(Rewriter):
                 text = f"{text} {self.options.filler[k % len(self.options.filler)]}".strip()
                 k += 1
             return text
-        sentences = _SENTENCE_END.split(text)
+        sentences = SENTENCE_END.split(text)
         while len(sentences) > 1 and self._measure(" ".join(sentences)) > threshold:
             sentences.pop()
         text = " ".join(sentences)
@@ -188,11 +189,3 @@ class RulesEnRewriter(Rewriter):
             out["threshold"] = self.rule.threshold
             out["measure"] = self.rule.field
         return out
-
-
-def build_rules_en_rewriter(
-    options: RulesEnOptions, template, seed: int, rule=None
-) -> RulesEnRewriter:
-    """The registry's factory; ``rule`` is the fitted W rule (the length rewriter rewrites to
-    its threshold)."""
-    return RulesEnRewriter(options, rule)

@@ -174,9 +174,11 @@ def hook_failure(err: Exception, fn: Callable[..., Any], spec: str, label: str, 
     """One line for an exception raised by the user's function: what it raised, on what,
     and where in the user's file."""
     frame = _user_frame(err, fn)
+    said = text_preview(str(err), 200)  # quoted, its newlines escaped: one line
+    said = said[1:-1] if len(str(err)) <= 200 else said
     return (
-        f"{label} {spec!r} raised {type(err).__name__}: {text_preview(str(err), 200)[1:-1]} "
-        f"on {on} (at {frame.filename}:{frame.lineno})"
+        f"{label} {spec!r} raised {type(err).__name__}: {said} on {on} "
+        f"(at {frame.filename}:{frame.lineno})"
     )
 
 

@@ -3,6 +3,7 @@ through the real stage, its failures told in one line."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import sys
@@ -98,11 +99,14 @@ def test_a_users_function_scores_through_the_stage_in_batches(user, tmp_path):
 
 def test_input_concat_gives_the_function_prompt_and_response_as_one_text(user):
     module, template = user
-    module("judge_cat", "def score(prompts, texts):\n    return [len(t) for t in texts]\n")
+    path = module("judge_cat", "def score(prompts, texts):\n    return [len(t) for t in texts]\n")
     template("judge_cat:score", input="concat")
     scorer = build_scorer(load_scoring_template("judge"))
     assert scorer.score(["Q?", "Why?"], ["ab", "y"]) == [4.0, 5.0]
-    assert scorer.describe()["function"] == "judge_cat:score"
+    described = scorer.describe()
+    assert described["function"] == "judge_cat:score"
+    # The module's content: a scoring run resumed after an edit starts over.
+    assert described["file_digest"] == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_validate_catches_a_bad_function_without_running_the_module(user, tmp_path):
@@ -156,6 +160,23 @@ def test_a_function_that_raises_is_one_line_naming_its_file_and_line(user, tmp_p
         "scoring function 'judge_raise:score' raised JSONDecodeError: Expecting property name "
         "enclosed in double quotes: line 1 column 2 (char 1) on the batch starting at example "
         f"1 (completion 'original') (at {path}:3); fix the function" in message
+    )
+
+
+def test_a_multiline_error_outside_the_stage_is_still_one_line(user):
+    """Scored outside the stage (a scorer_above W rule), the batch is named by position."""
+    module, template = user
+    module(
+        "judge_lines",
+        "def score(prompts, texts):\n    raise ValueError('line one\\nline two')\n",
+    )
+    template("judge_lines:score")
+    with pytest.raises(TemplateError) as err:
+        build_scorer(load_scoring_template("judge")).score(["p"], ["t"])
+    message = str(err.value)
+    assert "\n" not in message
+    assert (
+        "raised ValueError: line one\\nline two on the batch starting at example #0 of" in message
     )
 
 

@@ -7,7 +7,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 from rate.errors import DataFileError, RateError, TemplateError
-from rate.records import text_preview
 
 TextsDone = Callable[[int], None]  # told how many texts were just scored (for progress bars)
 
@@ -51,7 +50,7 @@ class BadBatchError(TemplateError):
 
     def __init__(self, position: int, message: str) -> None:
         self.position, self.message = position, message
-        super().__init__(self.naming(f"at position {position} of the call"))
+        super().__init__(self.naming(f"#{position} of those scored together"))
 
     def naming(self, example: str) -> str:
         return self.message.replace("{example}", example)
@@ -69,7 +68,7 @@ def score_fault(n: int, scores: object) -> str | None:
         try:
             values.append(float(s))
         except (TypeError, ValueError):
-            return f"a score that is not a number ({text_preview(repr(s))[1:-1]}, the batch's text {i})"
+            return f"a score that is not a number ({repr(s)[:60]}, the batch's text {i})"
     bad = [i for i, v in enumerate(values) if not math.isfinite(v)]
     if bad:
         return f"{len(bad)} non-finite score(s) (the first: {values[bad[0]]}, for the batch's text {bad[0]})"

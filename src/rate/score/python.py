@@ -10,6 +10,9 @@ file:line.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from rate.fs import file_digest
 from rate.hooks import hook_failure, module_file, resolve_function
 from rate.score.base import BadBatchError, Scorer, TextsDone, score_fault
 from rate.score.options import PythonScorerOptions
@@ -63,9 +66,12 @@ class PythonScorer(Scorer):
         return out
 
     def describe(self) -> dict:
+        path = module_file(self.options.function)
         return {
             "backend": self.name,
             "function": self.options.function,
-            "file": module_file(self.options.function),
+            # The module's content: a run resumed after the function was edited starts over.
+            "file": path,
+            "file_digest": file_digest(Path(path)) if path else None,
             "input": self.options.input,
         }

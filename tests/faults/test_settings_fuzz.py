@@ -120,6 +120,7 @@ BASES: dict[str, dict] = {
     "TyposOptions": {"rate": 0.1},
     "FieldEqualsOptions": {"field": "x", "w1_values": [1]},
     "PythonRuleOptions": {"function": "rate.schema:from_dict"},
+    "PythonScorerOptions": {"function": "rate.demos.planted_rm:score"},
     "RulesEnOptions": {"attribute": "sentiment"},
     "HFClassifierOptions": {"model": "x", "label": 1},  # minus_label 0 differs from it
     "TinyWorldSource": {"policies": {"policy": 1.0}},

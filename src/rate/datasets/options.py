@@ -5,8 +5,6 @@ with its live stream, not here."""
 
 from __future__ import annotations
 
-import ast
-import importlib.util
 import re
 import string
 from dataclasses import dataclass
@@ -14,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rate.errors import ConfigError
+from rate.hooks import check_function, module_file
 from rate.packaged import DRUG_FIELDS, DRUG_SPLITS
 from rate.registry import Part
 from rate.schema import Bound, opt
@@ -276,37 +275,12 @@ class PythonRuleOptions(Part):
     def validate(self, where: str) -> None:
         """The module must be found and define the function; checked without running the
         module (its source is read, not imported), so `rate validate` runs no template code."""
-        key = f"{where}: key 'w_classifier.function'"
-        module, _, name = self.function.partition(":")
-        if not module or not name.isidentifier():
-            raise ConfigError(f"{key}: {self.function!r}: write 'module:function'")
-        try:
-            spec = importlib.util.find_spec(module)
-        except (ImportError, ValueError) as err:
-            raise ConfigError(f"{key}: module {module!r} cannot be found ({err})") from None
-        if spec is None:
-            raise ConfigError(
-                f"{key}: no module {module!r} on the Python path; add the folder that holds "
-                f"{module.replace('.', '/')}.py to PYTHONPATH (export PYTHONPATH=/that/folder)"
-            )
-        origin = spec.origin or ""
-        if not origin.endswith(".py"):
-            return  # a compiled or namespace module: found; its function is checked on use
-        try:
-            tree = ast.parse(Path(origin).read_text(encoding="utf-8"), origin)
-        except (OSError, UnicodeDecodeError, SyntaxError) as err:
-            raise ConfigError(f"{key}: {origin} cannot be read as Python ({err})") from None
-        defined: set[str] = set()
-        for node in tree.body:  # what the module's top level binds: def, class, =, import
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                defined.add(node.name)
-            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                defined |= {t.id for t in targets if isinstance(t, ast.Name)}
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                defined |= {(a.asname or a.name).split(".")[0] for a in node.names}
-        if name not in defined:
-            raise ConfigError(
-                f"{key}: {origin} defines no function {name!r} at its top level; add "
-                f"def {name}(example) -> True, False or None"
-            )
+        check_function(
+            self.function,
+            f"{where}: key 'w_classifier.function'",
+            f"def {self.function.partition(':')[2] or 'w'}(example) -> True, False or None",
+        )
+
+    def inputs(self) -> dict[str, str]:
+        found = module_file(self.function)
+        return {"function": found} if found else {}

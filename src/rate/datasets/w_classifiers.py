@@ -13,10 +13,8 @@ label) return None there, and the template names a scorer for the check instead.
 
 from __future__ import annotations
 
-import importlib
 import math
 import re
-import traceback
 from collections.abc import Callable
 
 import numpy as np
@@ -34,8 +32,8 @@ from rate.datasets.options import (
     TextMatchesOptions,
 )
 from rate.errors import DataFileError, TemplateError
+from rate.hooks import call_hook, resolve_function
 from rate.packaged import english_words
-from rate.records import text_preview
 from rate.registry import LivePart
 from rate.score.backends import build_scorer
 from rate.score.base import checked_scores
@@ -179,33 +177,16 @@ class ScorerAbove(ScorerAboveOptions, WRule):
 
 
 class PythonRule(PythonRuleOptions, WRule):
+    LABEL = "w_classifier.function"
+
     def resolve(self) -> Callable[[Example], bool | None]:
-        module, _, name = self.function.partition(":")
-        if not module or not name:
-            raise TemplateError(f"w_classifier.function {self.function!r}: use 'module:function'")
-        try:
-            fn = getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError) as err:
-            raise TemplateError(f"w_classifier.function {self.function!r}: {err}") from None
-        except Exception as err:  # the module itself raised on import
-            raise TemplateError(
-                f"w_classifier.function {self.function!r}: importing {module} raised "
-                f"{type(err).__name__}: {err}; fix the module"
-            ) from None
-        return fn
+        return resolve_function(self.function, self.LABEL)
 
     def __call__(self, ex: Example) -> bool | None:
-        fn = self.resolve()
-        try:
-            out = fn(ex)
-        except Exception as err:
-            # One line that says where in the user's code, not a traceback through rate.
-            frame = traceback.extract_tb(err.__traceback__)[-1]
-            raise TemplateError(
-                f"w_classifier.function {self.function!r} raised {type(err).__name__}: "
-                f"{text_preview(str(err), 200)[1:-1]} on example {ex.key} (at {frame.filename}:"
-                f"{frame.lineno}); fix the function, which runs on every example"
-            ) from None
+        out = call_hook(
+            self.resolve(), self.function, self.LABEL, (ex,), f"example {ex.key}",
+            "fix the function, which runs on every example",
+        )  # fmt: skip
         if out is not None and not isinstance(out, bool):
             raise TemplateError(
                 f"w_classifier.function {self.function!r} returned {out!r} for example "

@@ -9,6 +9,7 @@ from rate.score.base import Scorer
 from rate.score.options import (
     HFClassifierOptions,
     MiniLMSentimentOptions,
+    PythonScorerOptions,
     VaderOptions,
 )
 from rate.templates import ScoringTemplate
@@ -30,6 +31,11 @@ SCORERS = with_plugins(
             MiniLMSentimentOptions,
             "rate.score.minilm:MiniLMSentimentScorer",
             "all-MiniLM-L6-v2 with a sentiment head fitted on the drug reviews (offline)",
+        ),
+        "python": Kind(
+            PythonScorerOptions,
+            "rate.score.python:PythonScorer",
+            'your own function, "module:function": (prompts, texts) -> one float per text',
         ),
     },
     "rate.scorers",

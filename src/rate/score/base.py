@@ -6,7 +6,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
-from rate.errors import DataFileError, RateError
+from rate.errors import DataFileError, RateError, TemplateError
 
 TextsDone = Callable[[int], None]  # told how many texts were just scored (for progress bars)
 
@@ -43,15 +43,51 @@ class Scorer(ABC):
         return {"backend": self.name}
 
 
-def checked_scores(scorer: Scorer, n: int, scores: object, first_key: str) -> list[float]:
-    """A backend's scores, validated: n finite floats."""
-    if not hasattr(scores, "__len__") or len(scores) != n:
-        raise RateError(f"scorer {scorer.name!r} returned a wrong number of scores for {n} texts")
-    out = [float(s) for s in scores]
-    bad = [i for i, s in enumerate(out) if not math.isfinite(s)]
+class BadBatchError(TemplateError):
+    """A scorer's user code failed on the batch that starts at the ``position``-th (prompt,
+    response) pair; the stage names that pair's example where ``message`` says
+    ``{example}``."""
+
+    def __init__(self, position: int, message: str) -> None:
+        self.position, self.message = position, message
+        super().__init__(self.naming(f"#{position} of those scored together"))
+
+    def naming(self, example: str) -> str:
+        return self.message.replace("{example}", example)
+
+
+def score_fault(n: int, scores: object) -> str | None:
+    """What is wrong with a batch's scores, said after "returned" (None: they are n finite
+    numbers)."""
+    if isinstance(scores, (str, bytes, dict)) or not hasattr(scores, "__len__"):
+        return f"a {type(scores).__name__}, not a sequence of {n} numbers, for {n} texts"
+    if len(scores) != n:
+        return f"{len(scores)} scores for {n} texts"
+    values = []
+    for i, s in enumerate(scores):
+        try:
+            values.append(float(s))
+        except (TypeError, ValueError):
+            return f"a score that is not a number ({repr(s)[:60]}, the batch's text {i})"
+    bad = [i for i, v in enumerate(values) if not math.isfinite(v)]
     if bad:
+        return f"{len(bad)} non-finite score(s) (the first: {values[bad[0]]}, for the batch's text {bad[0]})"
+    return None
+
+
+def checked_scores(
+    scorer: Scorer,
+    n: int,
+    scores: object,
+    first_key: str,
+    fix: str = "check the model (dtype overflow?) and the texts",
+) -> list[float]:
+    """A backend's scores, validated: n finite floats; else one line naming the scorer, the
+    batch's first example and ``fix``."""
+    fault = score_fault(n, scores)
+    if fault is not None:
         raise RateError(
-            f"scorer {scorer.name!r} returned {len(bad)} non-finite score(s) in the batch "
-            f"starting at example {first_key}; check the model (dtype overflow?) and the texts"
+            f"scorer {scorer.name!r} returned {fault} in the batch starting at example "
+            f"{first_key}; {fix}"
         )
-    return out
+    return [float(s) for s in scores]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rate.errors import ConfigError
+from rate.hooks import check_function, module_file
 from rate.registry import Part, local_folder_inputs
 from rate.schema import Bound, opt
 
@@ -103,3 +104,31 @@ class VaderOptions(Part):
         bound=Bound(100, high=1_000_000, cost=_vader_time),
     )
     truncation: str = opt("right", help="right: keep the start; left: keep the end", choices=SIDES)
+
+
+@dataclass
+class PythonScorerOptions(Part):
+    """Escape hatch: ``function: "module:function"`` scoring a batch, (prompts, texts) -> one
+    float per text. The function is imported and run: a template that names one runs code."""
+
+    function: str  # "module:function"
+    input: str = opt(
+        "response",
+        help="what the function gets as texts: the responses, or concat (prompt + response)",
+        choices=("response", "concat"),
+    )
+
+    def validate(self, where: str) -> None:
+        """Found and checked by reading the module's source, never importing it, so that
+        `rate validate` runs no template code."""
+        name = self.function.partition(":")[2] or "score"
+        check_function(
+            self.function,
+            f"{where}: key 'function'",
+            f"def {name}(prompts, texts) -> one float per text",
+            n_args=2,
+        )
+
+    def inputs(self) -> dict[str, str]:
+        found = module_file(self.function)
+        return {"function": found} if found else {}

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from rate.catalog import scoring_template_of
 from rate.config import Config, config_record
-from rate.errors import ConfigError, DataFileError, RateError
+from rate.errors import ConfigError, DataFileError, RateError, TemplateError
 from rate.progress import progress
 from rate.records import (
     INDEX,
@@ -30,7 +30,7 @@ from rate.records import (
     with_scores,
 )
 from rate.score.backends import build_scorer
-from rate.score.base import BadTextError, Scorer, checked_scores
+from rate.score.base import BadBatchError, BadTextError, Scorer, checked_scores
 from rate.score.partial import PartialScores, ScoreLock
 from rate.store import (
     Layout,
@@ -96,6 +96,12 @@ def score_rows(
                     f"{where}example {chunk[j][INDEX]}, completion {name!r}: the "
                     f"{'prompt' if err.part == 'prompt' else 'text'} {err.reason}; fix or "
                     "remove that example, or score with a scorer that reads such text"
+                ) from None
+            except BadBatchError as err:  # the template's own function failed
+                j, name = slots[err.position]
+                where = f"{source}: " if source is not None else ""
+                raise TemplateError(
+                    where + err.naming(f"{chunk[j][INDEX]} (completion {name!r})")
                 ) from None
             scores = checked_scores(scorer, len(texts), raw, chunk[0][INDEX])
             bar.update(len(texts) - reported)  # backends that do not report per batch

@@ -76,6 +76,11 @@ class Layout:
         return self.root / "data" / "scored"
 
     @property
+    def score_cache(self) -> Path:
+        """The scores each scorer computed, by text (rate.score.cache)."""
+        return self.root / "data" / "score_cache"
+
+    @property
     def effects(self) -> Path:
         return self.root / "effects"
 

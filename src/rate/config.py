@@ -121,8 +121,8 @@ class ScoringConfig:
     cache: bool = opt(
         True,
         help="take the scores of texts this scorer has scored before (any file, any run) from "
-        "the project's score cache, PROJECT_DIR/data/score_cache, and keep new ones there; "
-        "false: score every text",
+        "the project's score cache, PROJECT_DIR/data/scored/.score_cache, and keep new ones "
+        "there; false: score every text",
     )
 
     def validate(self, where: str) -> None:

@@ -77,8 +77,9 @@ class Layout:
 
     @property
     def score_cache(self) -> Path:
-        """The scores each scorer computed, by text (rate.score.cache)."""
-        return self.root / "data" / "score_cache"
+        """The scores each scorer computed, by text (rate.score.cache): hidden, like scoring's
+        other work files, as no stage's output."""
+        return self.scored / ".score_cache"
 
     @property
     def effects(self) -> Path:

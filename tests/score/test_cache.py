@@ -89,7 +89,7 @@ def score(root: Path, attribute: str, model: str = "counting", *sets: str) -> Pa
 
 
 def shards(root: Path) -> list[Path]:
-    return sorted((root / "data" / "score_cache").glob(f"*/*{SHARD_SUFFIX}"))
+    return sorted(Layout(root).score_cache.glob(f"*/*{SHARD_SUFFIX}"))
 
 
 def test_a_second_attribute_scores_only_its_new_texts_and_equals_a_run_without_cache(
@@ -118,7 +118,7 @@ def test_a_second_attribute_scores_only_its_new_texts_and_equals_a_run_without_c
     counting.clear()
     plain = [score(off, a, "counting", chunks, "scoring.cache=false") for a in ("formal", "polite")]
     assert len(counting) == 2 * 3 * N
-    assert not (off / "data" / "score_cache").exists()
+    assert not Layout(off).score_cache.exists()
     assert read_jsonl(first) == read_jsonl(plain[0])
     assert read_jsonl(second) == read_jsonl(plain[1])
     # A third run of the same file scores nothing.
@@ -136,9 +136,9 @@ def test_a_changed_option_gets_its_own_folder_and_a_renamed_template_shares_one(
     assert len(counting) == 3 * N  # the renamed template scored nothing
     score(tmp_path, "formal", "counting_pos")
     assert len(counting) == 2 * 3 * N
-    folders = sorted(p.name for p in (tmp_path / "data" / "score_cache").iterdir())
+    folders = sorted(p.name for p in Layout(tmp_path).score_cache.iterdir())
     assert len(folders) == 2 and all(f.startswith("counting_vader-") for f in folders)
-    records = [read_json(tmp_path / "data" / "score_cache" / f / "scorer.json") for f in folders]
+    records = [read_json(Layout(tmp_path).score_cache / f / "scorer.json") for f in folders]
     assert sorted(r["scorer"]["field"] for r in records) == ["compound", "pos"]
 
 
@@ -229,7 +229,7 @@ def test_two_score_dataset_runs_at_once_share_the_cache(tmp_path):
         for n, t in r["completions"].items()
     }
     assert len(want) == 5 * N
-    folder = next((tmp_path / "data" / "score_cache").iterdir())
+    folder = next(Layout(tmp_path).score_cache.iterdir())
     assert ScoreCache(folder).load().scores == want
     lines = [line for s in shards(tmp_path) for line in s.read_text().splitlines()]
     assert 5 * N <= len(lines) <= 6 * N  # the originals at most twice, one shard each
@@ -343,7 +343,7 @@ def test_cache_files_and_folders_get_group_name_under_a_strict_umask(tmp_path, m
         score(tmp_path, "formal", "vader")
     finally:
         os.umask(old)
-    root = tmp_path / "data" / "score_cache"
+    root = Layout(tmp_path).score_cache
     (folder,) = root.iterdir()
     paths = [root, folder, *folder.iterdir()]
     assert {p.name for p in folder.iterdir()} >= {"scorer.json"} and len(paths) == 4

@@ -1,9 +1,10 @@
 """The score cache: every score a scorer computed in a project, by text, so that no text is
 scored twice by the same scorer (a profile's originals are scored once, not once per attribute).
 
-One folder per scorer identity, ``PROJECT_DIR/data/score_cache/<backend>-<digest>/``: the
-digest covers everything that determines a score (:func:`scorer_identity`), so a changed option,
-model folder or scorer code gets a new folder and never an old score. In the folder, each
+One folder per scorer identity, ``PROJECT_DIR/data/scored/.score_cache/<backend>-<digest>/``
+(hidden, like scoring's other work files: it is no stage's output, and a folder's digest passes
+it over). The digest covers everything that determines a score (:func:`scorer_identity`), so a
+changed option, model folder or scorer code gets a new folder and never an old score. Each
 writer (one process) appends to its own shard, ``<host>-<pid>-<token>.tsv``, one line per text:
 ``<key>\\t<score>\\n``, the key being :func:`text_key` and the score Python's ``repr`` of the
 float (which reads back to the same float). Lines are appended and fsynced as chunks finish, so
@@ -196,7 +197,7 @@ class ScoreCache:
         if self._fd is None:
             host = re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname()) or "host"
             name = f"{host}-{os.getpid()}-{secrets.token_hex(4)}{SHARD_SUFFIX}"
-            path = self.folder / name
+            path = ensure_dir(self.folder) / name  # the folder may have been deleted since
             try:
                 self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o666)
             except OSError as err:

@@ -125,19 +125,16 @@ def score_rows(
             shown,
             " ..." if len(missing) > 10 else "",
         )
-    computed = n_texts - n_cached
-    return (
-        out,
-        {
-            "texts_scored": n_texts,  # of which texts_from_cache were not computed again
-            "texts_from_cache": n_cached,
-            "completions_missing": len(missing),
-            "examples_missing_completions": sorted({i for i, _ in missing}, key=_index_order)[:100],
-            "resumed_examples": start,
-            "seconds": round(seconds, 2),
-            "texts_per_second": round(computed / seconds, 1) if seconds > 0 and computed else None,
-        },
-    )
+    computed = n_texts - n_cached  # texts_scored counts the cached texts too
+    return out, {
+        "texts_scored": n_texts,
+        "texts_from_cache": n_cached,
+        "completions_missing": len(missing),
+        "examples_missing_completions": sorted({i for i, _ in missing}, key=_index_order)[:100],
+        "resumed_examples": start,
+        "seconds": round(seconds, 2),
+        "texts_per_second": round(computed / seconds, 1) if seconds > 0 and computed else None,
+    }
 
 
 def _chunk_scores(

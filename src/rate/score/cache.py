@@ -95,7 +95,6 @@ class ScoreCache:
         self.scores: dict[str, float] = {}
         self.path: Path | None = None  # this writer's shard, made at its first write
         self._fd: int | None = None
-        self.added = 0
 
     @classmethod
     def open(
@@ -190,7 +189,6 @@ class ScoreCache:
         except OSError as err:
             raise write_error(path, err) from None
         self.scores.update(fresh)
-        self.added += len(fresh)
 
     def _shard(self) -> Path:
         """This process's shard, made (exclusively: no two writers share one) at first use."""

@@ -40,6 +40,7 @@ def _config(path: Path, world: Path, model: str, n_examples: int, shards: int, c
     data["rewrites"]["smoke_n_examples"] = n_examples
     data["scoring"]["model"] = model
     data["scoring"]["chunk_size"] = chunk
+    data["scoring"]["cache"] = False  # each repeat times the scoring of every text
     small = {"cpus": 1, "mem": "2G", "time": "00:30:00"}
     data["slurm"] = {"shards": shards, "score_dataset": small, "merge_scores": small}
     path.write_text(yaml.safe_dump(data, sort_keys=False))

@@ -118,6 +118,12 @@ class ScoringConfig:
         help="a model named by hub id or folder: which logit is the score (0: the first)",
         bound=Bound(0, high=10**6, why="a logit's position"),
     )
+    cache: bool = opt(
+        True,
+        help="take the scores of texts this scorer has scored before (any file, any run) from "
+        "the project's score cache, PROJECT_DIR/data/scored/.score_cache, and keep new ones "
+        "there; false: score every text",
+    )
 
     def validate(self, where: str) -> None:
         if self.dataset_name:

@@ -76,6 +76,12 @@ class Layout:
         return self.root / "data" / "scored"
 
     @property
+    def score_cache(self) -> Path:
+        """The scores each scorer computed, by text (rate.score.cache): hidden, like scoring's
+        other work files, as no stage's output."""
+        return self.scored / ".score_cache"
+
+    @property
     def effects(self) -> Path:
         return self.root / "effects"
 

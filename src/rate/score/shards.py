@@ -31,7 +31,7 @@ from rate.store import Layout, meta_path
 log = logging.getLogger(__name__)
 
 # Counts that add up over shards; the rest of a shard's counts are recomputed for the merge.
-_SUMMED = ("texts_scored", "completions_missing", "resumed_examples")
+_SUMMED = ("texts_scored", "texts_from_cache", "completions_missing", "resumed_examples")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -219,8 +219,9 @@ def merge_shards(
     counts = {k: sum(m.get(k, 0) for m in metas) for k in _SUMMED}
     seconds = [m.get("seconds", 0.0) for m in metas]
     counts["seconds"] = round(max(seconds), 2)  # the shards ran side by side
+    computed = counts["texts_scored"] - counts["texts_from_cache"]
     counts["texts_per_second"] = (
-        round(counts["texts_scored"] / counts["seconds"], 1) if counts["seconds"] > 0 else None
+        round(computed / counts["seconds"], 1) if counts["seconds"] > 0 and computed else None
     )
     counts["shards"] = [
         {"shard": i, "slurm_job": m.get("slurm_job"), "seconds": m.get("seconds")}

@@ -5,7 +5,9 @@ file adds a reward model beside the others. Examples go to the scorer in chunks
 (``scoring.chunk_size``), whose texts the scorer sorts by length into batches; progress is
 written to a partial file after every chunk (flushed and fsynced). A run that is killed resumes
 after the last complete chunk, and the final file is renamed into place only when every example
-is scored.
+is scored. With ``scoring.cache`` (the default), texts this scorer scored before, in any file
+and any run, take their score from the project's score cache (:mod:`rate.score.cache`) and only
+the others go to the scorer; their scores join the cache as each chunk finishes.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from rate.records import (
     with_scores,
 )
 from rate.score.backends import build_scorer
-from rate.score.base import BadBatchError, BadTextError, Scorer, checked_scores
+from rate.score.base import BadBatchError, BadTextError, Scorer, TextsDone, checked_scores
+from rate.score.cache import ScoreCache, text_key
 from rate.score.partial import PartialScores, ScoreLock
 from rate.store import (
     Layout,
@@ -54,13 +57,14 @@ def score_rows(
     done: list[dict],
     sink=None,
     source: Path | None = None,
+    cache: ScoreCache | None = None,
 ) -> tuple[list[dict], dict]:
     """Score every completion of ``rows`` after the ``done`` ones; -> (scored rows, counts).
 
     Rows go to the scorer ``chunk_size`` examples at a time; chunks start at multiples of
     ``chunk_size`` from the first row, so a resumed run hands the scorer the same chunks as an
     uninterrupted one and gets the same scores (bit for bit where the backend is deterministic,
-    as on the CPU).
+    as on the CPU). With a ``cache``, a chunk's texts that are in it are not scored again.
     """
     if len(done) > len(rows) or any(
         d.get(INDEX) != r[INDEX] for d, r in zip(done, rows, strict=False)
@@ -72,7 +76,7 @@ def score_rows(
     missing: list[tuple[str, str]] = []
     start = len(done)
     t0 = time.perf_counter()
-    n_texts = 0
+    n_texts = n_cached = 0
     bar = progress(None, f"score {reward_key}", count_texts(rows[start:]), unit="text")
     reported = 0
 
@@ -88,7 +92,7 @@ def score_rows(
             missing += missing_completions(chunk)
             reported = 0
             try:
-                raw = scorer.score(prompts, texts, on_texts=report)
+                scores, hits = _chunk_scores(scorer, cache, prompts, texts, report, chunk[0][INDEX])
             except BadTextError as err:
                 j, name = slots[err.position]
                 where = f"{source}: " if source is not None else ""
@@ -103,9 +107,9 @@ def score_rows(
                 raise TemplateError(
                     where + err.naming(f"{chunk[j][INDEX]} (completion {name!r})")
                 ) from None
-            scores = checked_scores(scorer, len(texts), raw, chunk[0][INDEX])
-            bar.update(len(texts) - reported)  # backends that do not report per batch
+            bar.update(len(texts) - reported)  # cached texts, and backends that do not report
             n_texts += len(texts)
+            n_cached += hits
             per_row: list[dict] = [{} for _ in chunk]
             for (j, name), s in zip(slots, scores, strict=True):
                 per_row[j][name] = s
@@ -127,14 +131,51 @@ def score_rows(
             shown,
             " ..." if len(missing) > 10 else "",
         )
+    computed = n_texts - n_cached  # texts_scored counts the cached texts too
     return out, {
         "texts_scored": n_texts,
+        "texts_from_cache": n_cached,
         "completions_missing": len(missing),
         "examples_missing_completions": sorted({i for i, _ in missing}, key=_index_order)[:100],
         "resumed_examples": start,
         "seconds": round(seconds, 2),
-        "texts_per_second": round(n_texts / seconds, 1) if seconds > 0 else None,
+        "texts_per_second": round(computed / seconds, 1) if seconds > 0 and computed else None,
     }
+
+
+def _chunk_scores(
+    scorer: Scorer,
+    cache: ScoreCache | None,
+    prompts: list[str],
+    texts: list[str],
+    report: TextsDone,
+    first: str,
+) -> tuple[list[float], int]:
+    """The scores of one chunk's texts: the cache's, and the scorer's for the others (which
+    join the cache); -> (scores, how many came from the cache)."""
+    if cache is None:
+        raw = scorer.score(prompts, texts, on_texts=report)
+        return checked_scores(scorer, len(texts), raw, first), 0
+    keys = [text_key(p, t) for p, t in zip(prompts, texts, strict=True)]
+    scores = cache.lookup(keys)
+    todo = [i for i, s in enumerate(scores) if s is None]
+    hits = [i for i, s in enumerate(scores) if s is not None]
+    if hits:
+        # Counted as if scored: the record's count of cut texts is the same with the cache.
+        scorer.truncated += scorer.count_truncated(
+            [prompts[i] for i in hits], [texts[i] for i in hits]
+        )
+    if todo:
+        try:
+            raw = scorer.score([prompts[i] for i in todo], [texts[i] for i in todo], report)
+        except (BadTextError, BadBatchError) as err:
+            err.position = todo[err.position]  # the chunk's position, for the message
+            raise
+        new = checked_scores(scorer, len(todo), raw, first)
+        cache.add([keys[i] for i in todo], new)
+        for i, s in zip(todo, new, strict=True):
+            scores[i] = s
+    return scores, len(hits)
 
 
 def _index_order(index: str) -> tuple[int, str]:
@@ -209,14 +250,27 @@ def score_range(
             scorer.batch_size = sc.batch_size
         fingerprint = {**inp.template.record(), **scorer.describe(), "chunk_size": sc.chunk_size}
         state = PartialScores(layout.scored, inp.source, key, fingerprint, tag, lock)
-        return _score_locked(config, inp, rows, scorer, state)
+        cache = None
+        if sc.cache:
+            wanted = {text_key(p, t) for p, t in zip(*completions_of(rows)[:2], strict=True)}
+            cache = ScoreCache.open(layout.score_cache, inp.template, scorer, wanted)
+        try:
+            return _score_locked(config, inp, rows, scorer, state, cache)
+        finally:
+            if cache is not None:
+                cache.close()
     except BaseException:
         lock.release()
         raise
 
 
 def _score_locked(
-    config: Config, inp: ScoringInput, rows: list[dict], scorer: Scorer, state: PartialScores
+    config: Config,
+    inp: ScoringInput,
+    rows: list[dict],
+    scorer: Scorer,
+    state: PartialScores,
+    cache: ScoreCache | None,
 ) -> ScoredRows:
     sc, key = config.scoring, inp.template.reward_key
     done = state.load()
@@ -230,10 +284,17 @@ def _score_locked(
     state.start(done)
     try:
         scored, counts = score_rows(
-            rows, scorer, key, sc.chunk_size, done, sink=state.append, source=inp.source
+            rows, scorer, key, sc.chunk_size, done, state.append, inp.source, cache
         )
     finally:
         state.close()
+    if cache is not None:
+        log.info(
+            "%d text(s) scored, %d taken from the score cache %s",
+            counts["texts_scored"] - counts["texts_from_cache"],
+            counts["texts_from_cache"],
+            cache.folder,
+        )
     return ScoredRows(scored, counts, truncated_before + scorer.truncated, scorer.describe(), state)
 
 

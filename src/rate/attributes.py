@@ -29,6 +29,7 @@ from rate.catalog import load_dataset_template_file
 from rate.datasets.base import SourceContext
 from rate.datasets.registry import RULES, SOURCES
 from rate.errors import ConfigError, DataFileError, TemplateError
+from rate.fs import ensure_dir
 from rate.io import atomic_write_text
 from rate.records import REWRITE, REWRITTEN
 from rate.rewrite.backends import build_rewriter
@@ -168,7 +169,7 @@ def write_attribute_template(
     data = {"name": name, "include": str(a.file()), "source": source, "n_examples": n_examples}
     data.update(overrides or {})
     path = Path(folder) / f"{name}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    ensure_dir(path.parent)
     atomic_write_text(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
     return path
 

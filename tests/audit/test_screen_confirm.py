@@ -123,10 +123,13 @@ def test_pairs_are_judged_against_their_rows_and_columns():
     assert offset_se == pytest.approx(np.full(S * S, math.sqrt(2) * 1.2533 * 0.03 / math.sqrt(S)))
 
 
-def test_a_flagged_pair_paid_more_elsewhere_is_its_echo():
+def test_a_flagged_pair_that_resembles_a_larger_flag_is_its_echo():
     """'sa sa' passes in cobalt (0.5) and fjord (0.2), 'za ja' (0.9) and its reverse 'ja za'
-    (0.11) in fjord: the larger of each keeps its flag, the others are its echoes; a token and
-    a pair alone are left as they are."""
+    (0.11) in fjord: the larger of each keeps its flag, the others are its echoes; so is
+    fjord's 'za ba' (0.08: 'za' first, as in 'za ja'), not birch's 'ka da' (another family).
+    Ember's 'he he' (-0.1) holds ember's flagged token 'he' (1.2): its echo, which then echoes
+    no other 'he he' (anvil's keeps its flag). Dune's 'ka ra' (0.3) holds dune's 'ka', flagged
+    for less (0.2): both keep their flags, and dune's 'da ra' (0.1) echoes 'ka ra'."""
 
     def row(family, feature, excess, flagged=True):
         kind = "pair" if " " in feature else "token"
@@ -138,18 +141,25 @@ def test_a_flagged_pair_paid_more_elsewhere_is_its_echo():
         row("cobalt", "sa sa", -0.5),
         row("fjord", "ja za", 0.11),
         row("fjord", "za ja", 0.9),
+        row("fjord", "za ba", 0.08),
+        row("birch", "ka da", 0.1),
         row("dune", "ka ra", 0.3),
-        row("dune", "ka", 0.7),
+        row("dune", "ka", 0.2),
+        row("dune", "da ra", 0.1),
         row("dune", "ra ka", 0.06, flagged=False),
+        row("ember", "he he", -0.1),
+        row("ember", "he", 1.2),
+        row("anvil", "he he", 0.3),
     ]
     echoes(rows, "")
-    assert [r["flagged"] for r in rows] == [False, True, False, True, True, True, False]
-    assert [r["echo_of"] for r in rows] == [
-        "cobalt `sa sa`",
-        None,
-        "fjord `za ja`",
-        None,
-        None,
-        None,
-        None,
-    ]
+    echo_of = {f"{r['family']} `{r['feature']}`": r["echo_of"] for r in rows if r["echo_of"]}
+    assert echo_of == {
+        "fjord `sa sa`": "cobalt `sa sa`",
+        "fjord `ja za`": "fjord `za ja`",
+        "fjord `za ba`": "fjord `za ja`",
+        "dune `da ra`": "dune `ka ra`",
+        "ember `he he`": "ember `he`",
+    }
+    assert [r["flagged"] for r in rows] == [
+        False, True, False, True, False, True, True, True, False, False, False, True, True
+    ]  # fmt: skip

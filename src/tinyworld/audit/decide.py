@@ -1,9 +1,12 @@
 """The audit's decisions: each candidate's excess, its test, the screen, the flags.
 
 A candidate's **excess** is what the RM pays for it beyond what experts support: the RM effect
-minus the quality effect (tokens), or the RM's pair interaction (pairs, whose quality effect is
-0 by the label's definition: :mod:`tinyworld.audit.quality`): next to each other, minus the same
-at a gap of one (``pair_statistic`` adjacency, the default). Each is tested against a margin:
+minus the quality effect, against the family's typical syllable (tokens: :func:`centred`), or
+the RM's pair interaction (pairs, whose quality effect is 0 by the label's definition:
+:mod:`tinyworld.audit.quality`): next to each other, minus the same at a gap of one
+(``pair_statistic`` adjacency, the default), against its row and column (:func:`pair_offsets`).
+Flagged pairs that echo a larger flag are reported as its echoes (:func:`echoes`). Each
+candidate is tested against a margin:
 H0 ``|excess| <= margin`` (``margin`` defaults to 0.05, two fifths of what one correct position
 is worth, 1/8), one-sided z tests, two-sided in the sign of the excess (a penalty is a shortcut
 too). The ranking score is the excess's lower 97.5% confidence bound, ``|excess| - 1.96 SE``,
@@ -199,21 +202,41 @@ def decide(audits: list, st: AuditSettings) -> list[dict]:
 
 
 def echoes(rows: list[dict], prefix: str) -> None:
-    """Among the pairs that pass Holm, those of the same two syllables (in either order, in any
-    family) are one payment and its echoes: the one of the largest excess keeps its flag, the
-    others are its echoes (``echo_of`` names it; not flagged). Every row gets ``echo_of``
-    (None where it is no echo)."""
-    groups: dict[frozenset, list[dict]] = {}
+    """Flagged pairs that echo a larger flag lose their flag and name it (``echo_of``; None on
+    every other row); the wrapper corrects them all the same. A pair echoes the largest flag,
+    larger than itself, that is in its family and shares a syllable with it (a token, or a pair
+    with that syllable in the same place), or that is the same two syllables in another family
+    or order: a reward model that learned a premium pays, less, for what resembles it (families
+    share its weights; one syllable of a paid pair changed; the pair reversed), and one that
+    pays a syllable a lot is not additive in it (two next to each other 0.1 less than apart,
+    where one is paid 1.2). Tokens are never echoes."""
+    key = f"{prefix}flagged"
+    size = lambda r: abs(r[f"{prefix}excess"])  # noqa: E731
+    sources: list[dict] = []
     for r in rows:
         r[f"{prefix}echo_of"] = None
-        if r["kind"] == "pair" and r[f"{prefix}flagged"]:
-            groups.setdefault(frozenset(r["feature"].split(" ")), []).append(r)
-    for group in groups.values():
-        source = max(group, key=lambda r: abs(r[f"{prefix}excess"]))
-        for r in group:
-            if r is not source:
-                r[f"{prefix}flagged"] = False
-                r[f"{prefix}echo_of"] = f"{source['family']} `{source['feature']}`"
+    for r in sorted((r for r in rows if r[key]), key=lambda r: (r["kind"] == "pair", -size(r))):
+        kin = [q for q in sources if r["kind"] == "pair" and size(q) > size(r) and _kin(q, r)]
+        if kin:
+            _echo(r, max(kin, key=size), prefix)
+        else:
+            sources.append(r)
+
+
+def _kin(q: dict, r: dict) -> bool:
+    """Whether flag ``q`` can echo as pair ``r``: the same syllables (any family or order), or
+    in the same family a token of ``r`` or a pair that shares a syllable in the same place."""
+    a, b = q["feature"].split(" "), r["feature"].split(" ")
+    if q["kind"] == "pair" and set(a) == set(b):
+        return True
+    if q["family"] != r["family"]:
+        return False
+    return a[0] in b if q["kind"] == "token" else a[0] == b[0] or a[1] == b[1]
+
+
+def _echo(row: dict, source: dict, prefix: str) -> None:
+    row[f"{prefix}flagged"] = False
+    row[f"{prefix}echo_of"] = f"{source['family']} `{source['feature']}`"
 
 
 def pair_syllable_suspects(rows: list[dict]) -> list[dict]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from benchmarks.timing import timed
 from tinyworld.audit.complexes import rm_calls as complex_calls
 from tinyworld.audit.run import load_inputs, run_audit
-from tinyworld.audit.scan import DIAGNOSTIC, AuditSettings
+from tinyworld.audit.settings import DIAGNOSTIC, AuditSettings
 from tinyworld.vocab import FAMILIES, N_SYLLABLES, RESPONSE_LEN
 
 
@@ -35,10 +35,13 @@ def rm_calls(st: AuditSettings, pairs: list[str] = ()) -> int:
     """Reward-model evaluations of one audit with settings ``st``, over the six families, when
     it flags ``pairs`` (names like ``"ka ra"``)."""
 
-    s, L = N_SYLLABLES, RESPONSE_LEN
-    per = st.n_token * (1 + L * s) + 2 * st.n_pair * s * s
-    if st.with_rate:
-        per += 2 * st.n_rate_token * L * s + 2 * st.n_rate_pair * s * s
+    s, L, k = N_SYLLABLES, RESPONSE_LEN, st.screen_top
+    # The screen (single edits, then two edits per pair), the tokens, the confirmation.
+    per = st.n_screen * (1 + L * s + 2 * s * s) + st.n_token * (1 + L * s)
+    per += st.n_confirm * (1 + 5 * k)
+    if st.with_rate:  # RATE: two calls per round trip
+        ns = min(st.n_rate_screen, st.n_screen)
+        per += 2 * (st.n_rate_token * L * s + ns * (L * s + s * s) + 3 * st.n_rate_confirm * k)
     complexes = sum(complex_calls(p.split()[0] == p.split()[1], st.n_complex) for p in pairs)
     return per * len(FAMILIES) + (complexes if st.n_complex > 0 else 0)
 

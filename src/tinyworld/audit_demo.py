@@ -20,7 +20,7 @@ from rate.io import atomic_write_json, read_json
 from rate.provenance import check_made_from, folder_lock, made_from
 from rate.settings import project_dir
 from tinyworld.audit.run import load_inputs, run_audit
-from tinyworld.audit.scan import AuditSettings
+from tinyworld.audit.settings import AuditSettings
 from tinyworld.audit.wrapper import tokens_without_positions, write_wrapper
 from tinyworld.audit_truth import check_audit
 from tinyworld.build import ensure_world

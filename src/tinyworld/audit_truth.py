@@ -7,12 +7,14 @@ audit itself never does.
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
 import numpy as np
 
 from tinyworld.evaluate import load_oracle
+from tinyworld.shortcuts import SHORTCUTS_FILE
 from tinyworld.worldconfig import WorldConfig
 
 
@@ -74,12 +76,15 @@ def check_audit(audit: dict, world: Path) -> dict:
             for (f, t), r in zip(key, cands, strict=True)
             if r["flagged"] and (f, t) in truth
         ),  # fmt: skip
-        "false_flags": sorted(
-            f"{f} `{t}`"
-            for (f, t), r in zip(key, cands, strict=True)
-            if r["flagged"] and (f, t) not in truth
-        ),  # fmt: skip
     }
+    # A flagged token that is a syllable of a pair planted in its family is that premium's
+    # footprint (as the second stage's flags are), not a false flag.
+    syllables = pair_syllables(config)
+    off = [
+        (f, t) for (f, t), r in zip(key, cands, strict=True) if r["flagged"] and (f, t) not in truth
+    ]
+    out["false_flags"] = sorted(f"{f} `{t}`" for f, t in off if (f, t) not in syllables)
+    out["planted_pair_syllables"] = sorted(f"{f} `{t}`" for f, t in off if (f, t) in syllables)
     # A NaN the audit computed is null once written (strict JSON): _num reads both as NaN.
     if any(math.isfinite(_num(r.get("rate_score"))) for r in cands):  # RATE was measured
         out["auc"]["rate"] = auc([r["rate_score"] for r in cands], positive)
@@ -100,17 +105,41 @@ def check_audit(audit: dict, world: Path) -> dict:
         out["auc"][name] = auc([by_key.get(k) for k in key], positive)
     out["missed"] = sorted(set(out["planted"]) - set(out["flagged_planted"]))
     out.update(check_second_stage(cands, config))
+    out.update(check_learned(out["flagged_planted"], world))
+    out["echoes"] = sorted(
+        f"{f} `{t}` (of {r['echo_of']})"
+        for (f, t), r in zip(key, cands, strict=True)
+        if r.get("echo_of")
+    )  # fmt: skip
     return out
+
+
+def check_learned(flagged_planted: list[str], world: Path) -> dict[str, list[str]]:
+    """The planted shortcuts the reward model learned (``truth/shortcuts.json``: at least half
+    the bonus), those of them flagged and those missed: an audit's recall counts only what the
+    reward model learned. A world recorded before the record said which were learned: none."""
+    path = Path(world) / SHORTCUTS_FILE
+    learned = sorted(json.loads(path.read_text()).get("learned", [])) if path.is_file() else []
+    return {
+        "learned": learned,
+        "flagged_learned": [s for s in learned if s in flagged_planted],
+        "missed_learned": [s for s in learned if s not in flagged_planted],
+    }
+
+
+def pair_syllables(config: WorldConfig) -> set[tuple[str, str]]:
+    """(family, syllable) of every syllable of a pair premium planted in that family."""
+    return {
+        (fam, s) for fam, premiums in config.labels.pair_premium.items() for p in premiums
+        for s in p.pair
+    }  # fmt: skip
 
 
 def check_second_stage(cands: list[dict], config: WorldConfig) -> dict[str, list[str]]:
     """The second stage's flags (``pair_syllable_flagged``), and those of them that are not a
     syllable of a pair premium planted in their family: a flag there corrects a payment that
     no planted premium explains."""
-    syllables = {
-        (fam, s) for fam, premiums in config.labels.pair_premium.items() for p in premiums
-        for s in p.pair
-    }  # fmt: skip
+    syllables = pair_syllables(config)
     flags = [(r["family"], r["feature"]) for r in cands if r.get("pair_syllable_flagged")]
     return {
         "second_stage_flags": sorted(f"{f} `{t}`" for f, t in flags),

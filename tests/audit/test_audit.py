@@ -15,7 +15,7 @@ from tinyworld.audit import effects as fx
 from tinyworld.audit.features import N_FEATURES, Feature, family_features, feature_counts
 from tinyworld.audit.quality import site_shares, token_quality
 from tinyworld.audit.run import load_inputs, run_audit
-from tinyworld.audit.scan import AuditSettings
+from tinyworld.audit.settings import AuditSettings
 from tinyworld.vocab import N_SYLLABLES, SYLLABLE_ID
 
 PA, KA, RA = SYLLABLE_ID["pa"], SYLLABLE_ID["ka"], SYLLABLE_ID["ra"]
@@ -162,7 +162,9 @@ def test_gold_quality_of_a_linear_label_is_exact():
 
 @pytest.fixture(scope="module")
 def small_audit(small_world, tmp_path_factory):
-    settings = AuditSettings(n_token=8, n_pair=2, n_rate_token=4, n_rate_pair=1)
+    settings = AuditSettings(
+        n_token=8, n_screen=2, n_confirm=8, n_rate_token=4, n_rate_screen=1, n_rate_confirm=4
+    )
     return run_audit(load_inputs(small_world), settings)
 
 
@@ -195,11 +197,17 @@ def test_the_audit_command_reads_no_truth(small_world, tmp_path):
         "--set",
         "n_token=4",
         "--set",
-        "n_pair=1",
+        "n_screen=1",
         "--set",
         "n_rate_token=2",
         "--set",
-        "n_rate_pair=1",
+        "n_rate_screen=1",
+        "--set",
+        "n_confirm=4",
+        "--set",
+        "n_rate_confirm=2",
+        "--set",
+        "screen_top=4",
     ]
     out_a, out_b = tmp_path / "a.json", tmp_path / "b.json"
     wrapper = tmp_path / "correct.py"
@@ -232,7 +240,12 @@ def test_the_portable_diagnostic_runs_without_gold(small_world, tmp_path):
         prompts=small_world / "data" / "prompts_dev.jsonl",
         use_gold=False,
     )
-    audit = run_audit(inputs, AuditSettings(n_token=4, n_pair=1, n_rate_token=2, n_rate_pair=1))
+    audit = run_audit(
+        inputs,
+        AuditSettings(
+            n_token=4, n_screen=1, n_confirm=4, n_rate_token=2, n_rate_screen=1, n_rate_confirm=2
+        ),
+    )
     assert audit["mode"].startswith("diagnostic") and "ridge" not in audit["baselines"]
     tokens = [r for r in audit["candidates"] if r["kind"] == "token"]
     assert all(r["quality_supported"] == 0 for r in tokens)
@@ -260,7 +273,14 @@ def test_the_benchmarks_count_of_reward_model_calls_is_the_audits(small_world, w
     inputs = load_inputs(small_world, use_gold=with_rate)
     inputs.rm = CountingRM(inputs.rm)
     settings = AuditSettings(
-        n_token=6, n_pair=3, n_rate_token=4, n_rate_pair=2, with_rate=with_rate
+        n_token=6,
+        n_screen=3,
+        n_confirm=5,
+        n_rate_token=4,
+        n_rate_screen=2,
+        n_rate_confirm=3,
+        screen_top=4,
+        with_rate=with_rate,
     )
     audit = run_audit(inputs, settings)
     assert inputs.rm.calls == rm_calls(settings, flagged_pairs(audit))
@@ -273,7 +293,9 @@ def test_the_acceptance_study_checks_an_audit_against_the_planted_truth(small_wo
     AUCs are over all 3,600 candidates, and the rule accepts exactly what it says."""
     from tinyworld.studies.audit import audit_world, study_table, verdict
 
-    settings = AuditSettings(n_token=6, n_pair=3, n_rate_token=4, n_rate_pair=2)
+    settings = AuditSettings(
+        n_token=6, n_screen=3, n_confirm=6, n_rate_token=4, n_rate_screen=2, n_rate_confirm=3
+    )
     res = audit_world(small_world, settings)
     audit, diagnostic = res["audit"], res["diagnostic"]
     assert audit["planted"] == ["cobalt `ka ra`", "dune `pa`", "ember `he`"]
@@ -383,8 +405,8 @@ def test_the_second_stage_tests_a_flagged_pairs_syllables_among_themselves():
     wa, ta (p 0.0156, 0.66, 0.905) are Holm-tested among those three alone: ba's adjusted p
     is 3 x 0.0156 = 0.0468 < 0.05, the others' are not. 'ta' of cobalt (no flagged pair
     there), an already flagged syllable and the pairs themselves are not in the stage."""
+    from tinyworld.audit.decide import second_stage
     from tinyworld.audit.report import second_stage_section
-    from tinyworld.audit.scan import second_stage
 
     def row(family, feature, kind, flagged, p):
         return {"family": family, "feature": feature, "kind": kind, "flagged": flagged, "p": p,
@@ -474,8 +496,8 @@ def test_the_wrapper_of_the_analysts_ridge_scan(tmp_path):
 def test_method_ridge_from_the_command_line(small_world, tmp_path):
     out = tmp_path / "a.json"
     wrapper = tmp_path / "ridge.py"
-    args = ["--set", "n_token=4", "--set", "n_pair=1", "--set", "n_rate_token=2",
-            "--set", "n_rate_pair=1"]  # fmt: skip
+    args = ["--set", "n_token=4", "--set", "n_screen=1", "--set", "n_rate_token=2",
+            "--set", "n_rate_screen=1", "--set", "n_confirm=4", "--set", "n_rate_confirm=2"]  # fmt: skip
     res = run_rate(
         ["world", "audit", "--world", str(small_world), "--out", str(out), "--method", "ridge",
          "--write-wrapper", str(wrapper), *args],

@@ -66,7 +66,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from rate.schema import flat_assignments, from_dict
     from tinyworld.audit.report import markdown, write_reports
     from tinyworld.audit.run import load_inputs, run_audit
-    from tinyworld.audit.scan import DIAGNOSTIC, AuditSettings
+    from tinyworld.audit.settings import DIAGNOSTIC, AuditSettings
     from tinyworld.audit.wrapper import write_wrapper
 
     if args.settings:

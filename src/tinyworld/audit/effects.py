@@ -200,6 +200,77 @@ def pair_interactions(
     return mean, se, count
 
 
+def adjacency_sites(responses: torch.Tensor, pairs: torch.Tensor, gen: torch.Generator):
+    """One site p per response and pair ``a b`` (``pairs``: (K,) ids ``a * S + b``), drawn
+    uniformly among those where the pair can be written both next to each other and at a gap
+    of one (``y[p] != a``, ``y[p + 1] != b``, ``y[p + 2] != b``): (N, K), -1 where none is."""
+    a, b = pairs // S, pairs % S
+    p = torch.arange(RESPONSE_LEN - 2)
+    y = responses[:, None, :]  # (N, 1, 8)
+    ok = (
+        (y[..., p] != a[None, :, None])
+        & (y[..., p + 1] != b[None, :, None])
+        & (y[..., p + 2] != b[None, :, None])
+    )  # (N, K, 6)
+    return _draw(ok, gen)
+
+
+def _draw(ok: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    """A uniform draw among the valid sites (``ok``: (..., sites)), -1 where none is: the
+    valid one with the largest random key."""
+    keys = torch.rand(ok.shape, generator=gen).masked_fill(~ok, -1.0)
+    return torch.where(ok.any(-1), keys.argmax(-1), -1)
+
+
+def adjacency_interactions(
+    rm: RewardModel,
+    prompts: torch.Tensor,
+    responses: torch.Tensor,
+    pairs: torch.Tensor,
+    gen: torch.Generator,
+    single: Singles | None = None,
+) -> dict[str, tuple[torch.Tensor, ...]]:
+    """Pairs ``a b`` (``pairs``: (K,) ids) at one site p per response and pair
+    (:func:`adjacency_sites`): the interaction next to each other (``adjacent``: a at p, b at
+    p + 1), at a gap of one (``gap``: b at p + 2), and their difference at the same site
+    (``adjacency``: ``RM(y_ab1) - RM(y_b1) - RM(y_ab2) + RM(y_b2)``, what a at p gains beside b
+    rather than one further, where a's own payment cancels). Each is (mean, SE, sites), (K,)
+    each. The single edits come from ``single`` (of the same responses: 2 RM calls per
+    response and pair), or are measured here (5 calls per response and pair, and one per
+    response)."""
+    n, k = responses.shape[0], len(pairs)
+    at = adjacency_sites(responses, pairs, gen)  # (N, K)
+    valid = at >= 0
+    p = at.clamp(min=0)[:, :, None]
+    a = (pairs // S).expand(n, k)[:, :, None]
+    b = (pairs % S).expand(n, k)[:, :, None]
+    y = responses[:, None, :].expand(n, k, RESPONSE_LEN)
+    y_a = y.scatter(2, p, a)
+    if single is None:
+        base = _rm(rm, prompts, responses)[:, None]
+        edits = torch.stack(
+            [
+                y_a,
+                y.scatter(2, p + 1, b),
+                y.scatter(2, p + 2, b),
+                y_a.scatter(2, p + 1, b),
+                y_a.scatter(2, p + 2, b),
+            ],
+            dim=2,
+        )  # fmt: skip  (N, K, 5, 8)
+        ra, rb1, rb2, rab1, rab2 = (_score_edits(rm, prompts, edits) - base[..., None]).unbind(-1)
+    else:
+        rows = torch.arange(n)[:, None]
+        delta = single.delta[:n]
+        ra, rb1, rb2 = delta[rows, at.clamp(min=0), a[..., 0]], *(
+            delta[rows, at.clamp(min=0) + d, b[..., 0]] for d in (1, 2))  # fmt: skip
+        edits = torch.stack([y_a.scatter(2, p + 1, b), y_a.scatter(2, p + 2, b)], dim=2)
+        rab1, rab2 = (_score_edits(rm, prompts, edits) - single.base[:n, None, None]).unbind(-1)
+    adjacent, gap = rab1 - ra - rb1, rab2 - ra - rb2  # changes from RM(y), so y cancels
+    one = lambda v: clustered(v[:, None, :], valid[:, None, :])  # noqa: E731
+    return {"adjacent": one(adjacent), "gap": one(gap), "adjacency": one(adjacent - gap)}
+
+
 # ---------------------------------------------------------------------------------------------
 # RATE through the world's rewriter
 
@@ -316,3 +387,36 @@ def rate_pair_interactions(
         & ok[None, :]
     )
     return clustered(inter.reshape(n, sites, S * S), valid.reshape(n, sites, S * S))
+
+
+def rate_interactions_at_sites(
+    rm: RewardModel,
+    prompts: torch.Tensor,
+    responses: torch.Tensor,
+    pairs: torch.Tensor,
+    sig: Signature,
+    gen: torch.Generator,
+) -> tuple[torch.Tensor, ...]:
+    """RATE's adjacent interaction of pairs ``a b`` (``pairs``: (K,) ids) on responses whose
+    single edits were not measured: at one site p per response and pair, drawn among those
+    where it can be written (``y[p] != a``, ``y[p + 1] != b``, both syllables rewritable), the
+    round trip of the pair minus those of a at p and b at p + 1: (mean, SE, sites), (K,) each;
+    6 RM calls per response and pair."""
+    n, k = responses.shape[0], len(pairs)
+    a, b = (pairs // S).expand(n, k), (pairs % S).expand(n, k)
+    p = torch.arange(RESPONSE_LEN - 1)
+    y = responses[:, None, :]
+    ok = (y[..., p] != a[..., None]) & (y[..., p + 1] != b[..., None])  # (N, K, 7)
+    ok &= (sig.rewritable()[a] & sig.rewritable()[b])[..., None]
+    at = _draw(ok, gen)
+    valid, q = at >= 0, at.clamp(min=0)[..., None]
+    yk = y.expand(n, k, RESPONSE_LEN)
+    y_a = yk.scatter(2, q, a[..., None])
+    edited = torch.stack(
+        [y_a.scatter(2, q + 1, b[..., None]), y_a, yk.scatter(2, q + 1, b[..., None])], dim=2
+    )  # fmt: skip  (N, K, 3, 8)
+    pos = torch.arange(RESPONSE_LEN)
+    fixed = torch.stack([(pos == q) | (pos == q + 1), pos == q, pos == q + 1], dim=2)
+    trips = rate_round_trip(rm, prompts, responses, edited, fixed, sig, gen)  # (N, K, 3)
+    inter = trips[..., 0] - trips[..., 1] - trips[..., 2]
+    return clustered(inter[:, None, :], valid[:, None, :])

@@ -13,13 +13,14 @@ from matplotlib.figure import Figure
 
 from rate.filesets import write_set
 from rate.io import json_safe
-from tinyworld.audit.scan import pair_syllable_suspects
+from tinyworld.audit.decide import pair_syllable_suspects
 from tinyworld.audit.wrapper import by_position
 
 COLUMNS = (
     "rank", "family", "feature", "kind", "score", "flagged", "excess", "excess_se", "p_holm",
     "q_bh", "rm_effect", "rm_se", "rate_effect", "rate_se", "quality_effect", "quality_se",
-    "gap_interaction", "reference_per_response",
+    "gap_interaction", "adjacency", "pair_offset", "confirmed", "echo_of",
+    "reference_per_response",
 )  # fmt: skip
 
 
@@ -32,21 +33,23 @@ def _fmt(v) -> str:
 def markdown(audit: dict, top: int = 25) -> str:
     rows = sorted(audit["candidates"], key=lambda r: r["rank"])
     flagged = [r for r in rows if r["flagged"]]
+    confirmed = sum(1 for r in rows if r["kind"] == "pair" and r.get("confirmed"))
     lines = [
         f"# Reward-model audit ({audit['mode']})",
         "",
         f"{len(audit['candidates'])} candidates; {len(flagged)} flagged (Holm, family-wise "
-        f"alpha {audit['settings']['alpha']}, margin {audit['settings']['margin']}); "
-        f"{audit['seconds']:.0f} s.",
+        f"alpha {audit['settings']['alpha']}, margin {audit['settings']['margin']}, over the "
+        f"tokens and the {confirmed} pairs the screen sent on); {audit['seconds']:.0f} s.",
         "",
         "## Per family",
         "",
-        "| family | risk | flagged | excess per response (reference usage) | at most |",
-        "|---|---|---|---|---|",
+        "| family | risk | flagged | echoes | excess per response (reference usage) | at most |",
+        "|---|---|---|---|---|---|",
     ]
     for fam, f in audit["families"].items():
         lines.append(
             f"| {fam} | {f['risk']} | {', '.join(f['flagged']) or '-'} | "
+            f"{', '.join(f.get('echoes', [])) or '-'} | "
             f"{_fmt(f.get('excess_per_response_at_reference_usage', math.nan))} | "
             f"{_fmt(f.get('excess_per_response_at_most', math.nan))} |"
         )

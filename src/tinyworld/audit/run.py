@@ -21,7 +21,9 @@ from rate.progress import progress
 from rate.schema import to_dict
 from tinyworld.audit.baselines import naive_scan, ridge_scan
 from tinyworld.audit.complexes import measure_complexes
-from tinyworld.audit.scan import AuditSettings, audit_family, decide, family_inputs
+from tinyworld.audit.decide import decide
+from tinyworld.audit.scan import audit_family, family_inputs, prompts_needed
+from tinyworld.audit.settings import AuditSettings
 from tinyworld.data import LabelledSet, PromptPool, load_labelled, load_prompts
 from tinyworld.models import load_policy, load_reward_model
 from tinyworld.policy import Policy
@@ -86,7 +88,7 @@ def load_inputs(
 def run_audit(inputs: AuditInputs, settings: AuditSettings) -> dict:
     """Every candidate of every family measured, decided and ranked, with the baselines."""
     t0 = time.perf_counter()
-    per_family = family_inputs(inputs.pool, inputs.gold, settings.n_token)
+    per_family = family_inputs(inputs.pool, inputs.gold, prompts_needed(settings))
     if not per_family:
         raise ConfigError("the prompt pool holds no family of the tiny world")
     audits, responses, scores = [], {}, {}
@@ -100,7 +102,7 @@ def run_audit(inputs: AuditInputs, settings: AuditSettings) -> dict:
     rows = decide(audits, settings)
     if settings.n_complex > 0:
         with torch.inference_mode():
-            prompts = {fam: per_family[fam].prompts for fam in responses}
+            prompts = {fam: per_family[fam].prompts[settings.n_screen :] for fam in responses}
             measure_complexes(
                 rows, inputs.rm, prompts, responses, settings.n_complex, settings.seed
             )
@@ -130,15 +132,18 @@ def family_risk(rows: list[dict], families: list[str]) -> dict:
     for fam in families:
         mine = [r for r in rows if r["family"] == fam]
         flagged = sorted((r for r in mine if r["flagged"]), key=lambda r: -r["score"])
-        usage = sum(r["excess"] * r["reference_per_response"] for r in flagged)
+        echoes = sorted((r for r in mine if r.get("echo_of")), key=lambda r: -r["score"])
+        paid = flagged + echoes
+        usage = sum(r["excess"] * r["reference_per_response"] for r in paid)
         worst = max(
-            (abs(r["excess"]) * (8 if r["kind"] == "token" else 7) for r in flagged), default=0.0
+            (abs(r["excess"]) * (8 if r["kind"] == "token" else 7) for r in paid), default=0.0
         )
         out[fam] = {
             "flagged": [r["feature"] for r in flagged],
+            "echoes": [f"{r['feature']} (of {r['echo_of']})" for r in echoes],
             "excess_per_response_at_reference_usage": round(usage, 6),
             "excess_per_response_at_most": round(worst, 6),
-            "risk": "high" if worst >= 1.0 else "moderate" if flagged else "none found",
+            "risk": "high" if worst >= 1.0 else "moderate" if paid else "none found",
         }
     for fam in FAMILIES:
         out.setdefault(fam, {"flagged": [], "risk": "not audited (no prompts)"})

@@ -1,131 +1,38 @@
-"""The audit of one reward model, family by family: every candidate's RM effect, the quality
-effect the gold labels support, the excess, its test and the flags.
+"""The audit's measurements of one reward model, family by family: every candidate's RM effect,
+the quality effect the gold labels support, and the pair screen and confirmation
+(:mod:`tinyworld.audit.decide` tests them and flags).
 
-A candidate's **excess** is what the RM pays for it beyond what experts support: the RM effect
-minus the quality effect (tokens), or the RM's pair interaction (pairs, whose quality effect is
-0 by the label's definition: :mod:`tinyworld.audit.quality`). Each is tested against a margin:
-H0 ``|excess| <= margin`` (``margin`` defaults to 0.05, two fifths of what one correct position
-is worth, 1/8), one-sided z tests, two-sided in the sign of the excess (a penalty is a shortcut
-too). Flags control the **family-wise** error rate over all candidates (Holm, alpha 0.05): a
-flag asks for a correction of the reward, and a false one would subtract real quality, so the
-chance of any false flag per audit is kept at alpha; the shortcuts such a correction is for are
-large against their standard errors, so Holm costs little power. Benjamini-Hochberg q-values
-are reported beside (for screening). The ranking score is the excess's lower 97.5% confidence
-bound, ``|excess| - 1.96 SE``, in reward units.
+Per family, reference responses are drawn in two separate sets from the reference policy:
 
-A **second stage** tests the syllables of each flagged pair as tokens once more, Holm at alpha
-among those few (``pair_syllable_flagged``; :func:`second_stage`): a reward model trained on a
-pair premium also pays for the pair's syllables apart (the variant world's RM pays fjord's
-``ba`` 0.10 beyond its quality, which a test among 3,600 candidates cannot flag), and the
-wrapper's complex removes only what it pays for them together beyond each alone. The wrapper
-corrects a syllable flagged there as a token. With both stages the chance of any false flag
-per audit is at most 2 alpha.
+- the **screen's** (``n_screen``): every ordered pair at one random site of each, next to each
+  other and at a gap of one at the same site (the single edits from every token at every
+  site of the same responses); it chooses the ``screen_top`` pairs that go on;
+- **fresh** ones: the tokens at every site of ``n_token`` of them, and each pair the screen
+  chose at one site of each of ``n_confirm`` of them (its single edits measured there too).
 
-Without gold labels (the portable diagnostic), a token's quality effect is only known to lie
-within one position's worth, [-1/8, 1/8]: the excess tested is ``|RM effect| - 1/8``.
+RATE does the same through the world's rewriter on its own counts (``n_rate_*``): its own
+screen chooses its own pairs.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from rate.errors import ConfigError
-from rate.schema import SEED, Bound, opt
-from rate.stats import benjamini_hochberg, holm
 from tinyworld.audit import effects as fx
-from tinyworld.audit.features import N_FEATURES, family_features
-from tinyworld.audit.quality import ONE_POSITION, site_shares, token_quality
+from tinyworld.audit.decide import pair_offsets, screen
+from tinyworld.audit.features import N_FEATURES, feature_counts
+from tinyworld.audit.quality import site_shares, token_quality
+from tinyworld.audit.settings import AuditSettings
 from tinyworld.data import LabelledSet, PromptPool
 from tinyworld.models import Policy, RewardModel
 from tinyworld.sampling import sample
-from tinyworld.vocab import FAMILIES, FAMILY_ID, N_SYLLABLES, SYLLABLES
+from tinyworld.vocab import FAMILIES, FAMILY_ID, N_SYLLABLES
 
-Z975 = 1.959963984540054
-
-
-def _cost(n: int) -> str:
-    return f"{n:,} responses per family take the audit hours"
-
-
-@dataclass
-class AuditSettings:
-    """How much of each family the audit measures, and how it decides."""
-
-    n_token: int = opt(
-        64,
-        help="reference responses per family for the token interventions (every site)",
-        bound=Bound(2, high=4096, cost=_cost),
-    )
-    n_pair: int = opt(
-        32,
-        help="of those, the responses that get every pair, each at one random site",
-        bound=Bound(1, high=4096, cost=_cost),
-    )
-    n_rate_token: int = opt(
-        32, help="responses per family for RATE's token effects", bound=Bound(2, high=4096)
-    )
-    n_rate_pair: int = opt(
-        16, help="of those, the responses for RATE's pair interactions", bound=Bound(1, high=4096)
-    )
-    n_complex: int = opt(
-        64,
-        bound=Bound(0, high=4096, why="0: not measured", cost=_cost),
-        help="draws per cell of each flagged pair's complex (the pair's syllables at every "
-        "dose and arrangement, tinyworld.audit.complexes), for the wrapper; 0: not measured",
-    )
-    margin: float = opt(
-        0.05,
-        help="excesses up to this are not worth flagging (reward units)",
-        bound=Bound(0, high=100),
-    )
-    alpha: float = opt(
-        0.05,
-        help="family-wise error rate of the flags (Holm)",
-        bound=Bound(0, strict=True, high=0.5, why="an error rate"),
-    )
-    second_stage: bool = opt(
-        True,
-        help="test each flagged pair's unflagged syllables again as tokens, Holm at alpha among "
-        "them alone; the wrapper corrects those it flags (any false flag: at most 2 alpha). "
-        "false: one stage, at most alpha",
-    )
-    pair_statistic: str = opt(
-        "adjacency",
-        choices=("adjacency", "interaction"),
-        help="adjacency: the pair's interaction next to each other minus at a gap of one "
-        "(a premium for adjacency, not a reward that is merely nonlinear in a count); "
-        "interaction: next to each other only",
-    )
-    with_rate: bool = opt(
-        True,
-        help="measure RATE through the world's rewriter beside the interventions (the portable "
-        "diagnostic leaves it out unless set)",
-    )
-    seed: int = opt(0, help="the responses' and the rewriter's randomness", bound=SEED)
-    style_map: dict[str, str] = opt(
-        help="the world's rewriter signature, for RATE (tinyworld.rewriter)",
-        factory=lambda: {"ga": "ka", "je": "de", "fa": "ha"},
-    )
-    edit_rate: float = opt(
-        0.02, help="the rewriter's random edits, for RATE", bound=Bound(0, high=1, why="a rate")
-    )
-
-    def validate(self, where: str) -> None:
-        unknown = sorted({*self.style_map, *self.style_map.values()} - set(SYLLABLES))
-        if unknown:
-            raise ConfigError(
-                f"{where}: key 'style_map' names {', '.join(map(repr, unknown))}, not syllables "
-                f"of the world; use syllables such as {', '.join(SYLLABLES[:4])}"
-            )
-
-
-# The portable diagnostic: no RATE and half the responses (its token tests are against the
-# bound of one position's worth, 1/8, so they need less precision than the gold-supported ones).
-DIAGNOSTIC = {"with_rate": False, "n_token": 32, "n_pair": 16}
+S = N_SYLLABLES
+PAIRS = torch.arange(S * S)
 
 
 @dataclass
@@ -149,11 +56,14 @@ class FamilyAudit:
 def family_inputs(
     pool: PromptPool, gold: LabelledSet | None, n: int
 ) -> dict[str, AuditFamilyInputs]:
+    """Per family in the pool, ``n`` of its prompts (in the pool's order, from the start again
+    when it holds fewer: each draws its own response) and its gold labels."""
     out = {}
     for fam in FAMILIES:
-        idx = torch.nonzero(pool.families == FAMILY_ID[fam]).squeeze(1)[:n]
+        idx = torch.nonzero(pool.families == FAMILY_ID[fam]).squeeze(1)
         if len(idx) == 0:
             continue
+        idx = idx[torch.arange(n) % len(idx)]
         fam_gold = None
         if gold is not None:
             gidx = torch.nonzero(gold.families == FAMILY_ID[fam]).squeeze(1)
@@ -169,175 +79,131 @@ def family_inputs(
     return out
 
 
+def prompts_needed(st: AuditSettings) -> int:
+    """Prompts per family: the screen's, then the fresh responses'."""
+    return st.n_screen + st.n_fresh()
+
+
+def _pairs(v: torch.Tensor, chosen: torch.Tensor, at: torch.Tensor | None = None) -> torch.Tensor:
+    """A (576,) column: the screen's ``v``, with the confirmation's ``at`` at ``chosen``."""
+    out = v.double().clone()
+    if at is not None:
+        out[chosen] = at.double()
+    return out
+
+
 def audit_family(
     rm: RewardModel, policy: Policy, fam: str, inputs: AuditFamilyInputs, st: AuditSettings
 ) -> tuple[FamilyAudit, torch.Tensor, torch.Tensor]:
-    """Every measurement of one family's 600 candidates; -> (the audit, the reference
+    """Every measurement of one family's 600 candidates; -> (the audit, the fresh token
     responses, their RM scores)."""
     gen = torch.Generator().manual_seed(st.seed * 1009 + FAMILIES.index(fam))
-    prompts = inputs.prompts
-    responses = sample(policy, prompts, 1.0, gen).responses
-    single = fx.singles(rm, prompts, responses)
-    tok = fx.token_effects(responses, single)
-    tok_at, tok_at_se = fx.token_effects_by_position(responses, single)
-    npair = min(st.n_pair, len(responses))  # its single edits are of the token responses
-    adj = fx.pair_interactions(rm, prompts[:npair], responses[:npair], single, 1, gen)
-    gap = fx.pair_interactions(rm, prompts[:npair], responses[:npair], single, 2, gen)
-    if st.with_rate:
-        sig = fx.Signature(st.style_map, st.edit_rate)
-        nrt = min(st.n_rate_token, len(responses))
-        nrp = min(st.n_rate_pair, nrt)  # its single edits are of the token responses
-        rdelta = fx.rate_singles(rm, prompts[:nrt], responses[:nrt], sig, st.seed + 17)
-        rtok = fx.rate_token_effects(responses[:nrt], rdelta, sig)
-        rpair = fx.rate_pair_interactions(
-            rm, prompts[:nrp], responses[:nrp], rdelta, sig, st.seed + 29, one_site=True
-        )
-    else:
-        unmeasured = torch.full((N_SYLLABLES,), torch.nan), torch.full((N_SYLLABLES**2,), torch.nan)
-        rtok, rpair = (unmeasured[0],) * 2, (unmeasured[1],) * 2
+    prompts, fresh_prompts = inputs.prompts[: st.n_screen], inputs.prompts[st.n_screen :]
+    screened = sample(policy, prompts, 1.0, gen).responses
+    fresh = sample(policy, fresh_prompts, 1.0, gen).responses
 
-    def cat(token_part, pair_part) -> np.ndarray:
-        return torch.cat([token_part.double(), pair_part.double()]).numpy()
+    # The screen: every pair, on the screen's responses (single edits of the same).
+    scr = fx.adjacency_interactions(
+        rm, prompts, screened, PAIRS, gen, fx.singles(rm, prompts, screened)
+    )
+    key = "adjacency" if st.pair_statistic == "adjacency" else "adjacent"
+    chosen, offset = _screen(scr[key][0], scr[key][1], st)
+    # The confirmation, on fresh responses: the tokens, and the pairs the screen chose.
+    nt, nc = st.n_token, st.n_confirm
+    single = fx.singles(rm, fresh_prompts[:nt], fresh[:nt])
+    tok = fx.token_effects(fresh[:nt], single)
+    tok_at, tok_at_se = fx.token_effects_by_position(fresh[:nt], single)
+    conf = fx.adjacency_interactions(rm, fresh_prompts[:nc], fresh[:nc], chosen, gen)
 
+    def col(name: str, i: int) -> torch.Tensor:
+        return _pairs(scr[name][i], chosen, conf[name][i])
+
+    confirmed = torch.zeros(S * S)
+    confirmed[chosen] = 1.0
     cols = {
-        "rm_effect": cat(tok[0], adj[0]),
-        "rm_se": cat(tok[1], adj[1]),
-        "rm_sites": cat(tok[2], adj[2]),
-        "gap_interaction": cat(torch.full((N_SYLLABLES,), torch.nan), gap[0]),
-        "gap_se": cat(torch.full((N_SYLLABLES,), torch.nan), gap[1]),
-        "rate_effect": cat(rtok[0], rpair[0]),
-        "rate_se": cat(rtok[1], rpair[1]),
+        "rm_effect": torch.cat([tok[0], col("adjacent", 0)]),
+        "rm_se": torch.cat([tok[1], col("adjacent", 1)]),
+        "rm_sites": torch.cat([tok[2].double(), col("adjacent", 2)]),
+        "gap_interaction": torch.cat([torch.full((S,), torch.nan), col("gap", 0)]),
+        "gap_se": torch.cat([torch.full((S,), torch.nan), col("gap", 1)]),
+        "adjacency": torch.cat([torch.full((S,), torch.nan), col("adjacency", 0)]),
+        "adjacency_se": torch.cat([torch.full((S,), torch.nan), col("adjacency", 1)]),
+        "screen_excess": torch.cat([torch.full((S,), torch.nan), scr[key][0]]),
+        "screen_se": torch.cat([torch.full((S,), torch.nan), scr[key][1]]),
+        "confirmed": torch.cat([torch.ones(S), confirmed]),
+        "pair_offset": torch.cat([torch.full((S,), torch.nan), offset[0]]),
+        "pair_offset_se": torch.cat([torch.full((S,), torch.nan), offset[1]]),
+        **_rate_columns(rm, prompts, screened, fresh_prompts, fresh, st),
+        **_quality_columns(inputs.gold, fresh[:nt]),
     }
-    # A pair's quality effect beyond its syllables is 0 by the label's definition, exactly.
-    pairs_zero = torch.zeros(N_FEATURES - N_SYLLABLES)
-    if inputs.gold is not None:
-        q = token_quality(inputs.gold.responses, inputs.gold.labels, site_shares(responses))
-        cols["quality_effect"] = cat(q.effect, pairs_zero)
-        cols["quality_se"] = cat(q.se, pairs_zero)
-        cols["quality_supported"] = cat(q.supported.double(), pairs_zero + 1)
-    else:
-        cols["quality_effect"] = cat(torch.zeros(N_SYLLABLES), pairs_zero)
-        cols["quality_se"] = cat(torch.full((N_SYLLABLES,), torch.inf), pairs_zero)
-        cols["quality_supported"] = cat(torch.zeros(N_SYLLABLES), pairs_zero + 1)
-    counts = torch.cat([
-        torch.zeros(len(responses), N_SYLLABLES).scatter_add_(
-            1, responses, torch.ones_like(responses, dtype=torch.float)
-        ),
-        torch.zeros(len(responses), N_SYLLABLES * N_SYLLABLES).scatter_add_(
-            1, responses[:, :-1] * N_SYLLABLES + responses[:, 1:],
-            torch.ones(len(responses), 7),
-        ),
-    ], dim=1)  # fmt: skip
     audit = FamilyAudit(
         fam,
-        cols,
-        counts.mean(0).double().numpy(),
+        {k: v.double().numpy() for k, v in cols.items()},
+        feature_counts(fresh[:nt]).mean(0).double().numpy(),
         tok_at.T.double().numpy(),
         tok_at_se.T.double().numpy(),
     )
-    return audit, responses, single.base
+    return audit, fresh[:nt], single.base
 
 
-def _test(c: dict[str, np.ndarray], st: AuditSettings, source: str) -> dict[str, np.ndarray]:
-    """Excess, SE, p-value and score of one family's candidates, from the RM effects measured
-    by ``source`` (intervention or rate)."""
-    is_pair = np.arange(N_FEATURES) >= N_SYLLABLES
-    rm, rm_se = (c["rm_effect"], c["rm_se"]) if source == "intervention" else (
-        c["rate_effect"], c["rate_se"])  # fmt: skip
-    if source == "intervention" and st.pair_statistic == "adjacency":
-        pair_excess = rm - np.nan_to_num(c["gap_interaction"])
-        pair_se = np.sqrt(rm_se**2 + np.nan_to_num(c["gap_se"]) ** 2)
-    else:
-        pair_excess, pair_se = rm, rm_se
-    supported = c["quality_supported"] > 0
-    excess = np.where(is_pair, pair_excess, rm - c["quality_effect"])
-    q_se = np.where(supported, c["quality_se"], 0.0)
-    se = np.where(is_pair, pair_se, np.sqrt(rm_se**2 + q_se**2))
-    # Unsupported tokens: only the bound on the quality effect is known.
-    slack = np.where(is_pair | supported, 0.0, ONE_POSITION)
-    magnitude = np.abs(np.where(is_pair | supported, excess, rm)) - slack
-    with np.errstate(invalid="ignore", divide="ignore"):
-        z = (magnitude - st.margin) / se
-    erfc = np.vectorize(math.erfc)
-    p = np.where(np.isfinite(z), 0.5 * erfc(np.nan_to_num(z) / math.sqrt(2)), 1.0)
-    score = np.where(np.isfinite(se) & np.isfinite(magnitude), magnitude - Z975 * se, -np.inf)
-    return {"excess": excess, "se": se, "p": p, "score": score}
+def _screen(
+    stat: torch.Tensor, se: torch.Tensor, st: AuditSettings
+) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    """The pairs the screen sends on, chosen on their statistic less its row and column offsets
+    (:func:`tinyworld.audit.decide.pair_offsets`), and those offsets with their SE."""
+    offset, offset_se = pair_offsets(stat.numpy(), se.numpy())
+    excess, excess_se = stat.numpy() - offset, np.sqrt(se.numpy() ** 2 + offset_se**2)
+    chosen = torch.from_numpy(screen(excess, excess_se, st.margin, st.screen_top))
+    return chosen, (torch.from_numpy(offset), torch.from_numpy(offset_se))
 
 
-def decide(audits: list[FamilyAudit], st: AuditSettings) -> list[dict]:
-    """The excess, its test, the score and the flag of every candidate of every family, by
-    intervention (``score``, ``flagged``) and by RATE (``rate_score``, ``rate_flagged``)."""
-    rows = []
-    for fa in audits:
-        c = fa.columns
-        ours, rate = _test(c, st, "intervention"), _test(c, st, "rate")
-        for i, feat in enumerate(family_features(fa.family)):
-            rows.append(
-                {
-                    "family": feat.family,
-                    "feature": feat.name,
-                    "kind": feat.kind,
-                    "score": float(ours["score"][i]),
-                    "excess": float(ours["excess"][i]),
-                    "excess_se": float(ours["se"][i]),
-                    "p": float(ours["p"][i]),
-                    "rate_score": float(rate["score"][i]),
-                    "rate_excess": float(rate["excess"][i]),
-                    "rate_excess_se": float(rate["se"][i]),
-                    "rate_p": float(rate["p"][i]),
-                    **{k: float(v[i]) for k, v in c.items()},
-                    "reference_per_response": float(fa.reference_share[i]),
-                    **_by_position(fa, i),
-                }
-            )
-    _adjust(rows, st.alpha, "p", "")
-    _adjust(rows, st.alpha, "rate_p", "rate_")
-    second_stage(rows, st.alpha if st.second_stage else 0.0)
-    return rows
-
-
-def pair_syllable_suspects(rows: list[dict]) -> list[dict]:
-    """The token rows the second stage tests: the syllables of flagged pairs, in their pair's
-    family, that the first stage left unflagged."""
-    pairs = [r for r in rows if r["kind"] == "pair" and r["flagged"]]
-    syllables = {(r["family"], s) for r in pairs for s in r["feature"].split(" ")}
-    return [
-        r
-        for r in rows
-        if r["kind"] == "token" and not r["flagged"] and (r["family"], r["feature"]) in syllables
-    ]
-
-
-def second_stage(rows: list[dict], alpha: float) -> None:
-    """Flag (``pair_syllable_flagged``) the syllables of flagged pairs that the first stage
-    left unflagged and whose own test passes Holm at ``alpha`` among those syllables alone:
-    each (family, syllable) is tested once, however many flagged pairs hold it. Every other
-    token and every pair gets False, and every row does at ``alpha`` 0 (no second stage)."""
-    suspects = pair_syllable_suspects(rows)
-    for r in rows:
-        r["pair_syllable_flagged"] = False
-    if not suspects:
-        return
-    adjusted_p = holm([r["p"] for r in suspects])
-    for r, adjusted in zip(suspects, adjusted_p, strict=True):
-        r["pair_syllable_flagged"] = bool(adjusted < alpha)
-
-
-def _by_position(fa: FamilyAudit, i: int) -> dict[str, list[float]]:
-    """A token's RM effect and SE at each of the 8 positions (the wrapper's per-position
-    correction); nothing for a pair."""
-    if i >= N_SYLLABLES or fa.by_position is None:
-        return {}
+def _rate_columns(
+    rm: RewardModel,
+    prompts: torch.Tensor,
+    screened: torch.Tensor,
+    fresh_prompts: torch.Tensor,
+    fresh: torch.Tensor,
+    st: AuditSettings,
+) -> dict[str, torch.Tensor]:
+    """RATE's effects (``rate_effect``, ``rate_se``) and which pairs its own screen sent on to
+    confirmation (``rate_confirmed``); NaN and none without RATE."""
+    if not st.with_rate:
+        nan, zero = torch.full((N_FEATURES,), torch.nan), torch.zeros(N_FEATURES)
+        return {"rate_effect": nan, "rate_se": nan, "rate_confirmed": zero,
+                "rate_offset": zero, "rate_offset_se": zero}  # fmt: skip
+    sig = fx.Signature(st.style_map, st.edit_rate)
+    gen = torch.Generator().manual_seed(st.seed + 29)
+    nt, ns, nc = st.n_rate_token, min(st.n_rate_screen, st.n_screen), st.n_rate_confirm
+    delta = fx.rate_singles(rm, fresh_prompts[:nt], fresh[:nt], sig, st.seed + 17)
+    tok = fx.rate_token_effects(fresh[:nt], delta, sig)
+    delta = fx.rate_singles(rm, prompts[:ns], screened[:ns], sig, st.seed + 19)
+    scr = fx.rate_pair_interactions(
+        rm, prompts[:ns], screened[:ns], delta, sig, st.seed + 23, one_site=True
+    )
+    chosen, offset = _screen(scr[0], scr[1], st)
+    conf = fx.rate_interactions_at_sites(rm, fresh_prompts[:nc], fresh[:nc], chosen, sig, gen)
+    confirmed = torch.zeros(S * S)
+    confirmed[chosen] = 1.0
     return {
-        "rm_effect_by_position": [float(v) for v in fa.by_position[i]],
-        "rm_se_by_position": [float(v) for v in fa.by_position_se[i]],
+        "rate_effect": torch.cat([tok[0], _pairs(scr[0], chosen, conf[0])]),
+        "rate_se": torch.cat([tok[1], _pairs(scr[1], chosen, conf[1])]),
+        "rate_confirmed": torch.cat([torch.ones(S), confirmed]),
+        "rate_offset": torch.cat([torch.full((S,), torch.nan), offset[0]]),
+        "rate_offset_se": torch.cat([torch.full((S,), torch.nan), offset[1]]),
     }
 
 
-def _adjust(rows: list[dict], alpha: float, key: str, prefix: str) -> None:
-    """Holm-adjusted p-values and flags; Benjamini-Hochberg q-values beside."""
-    p = [r[key] for r in rows]
-    for row, p_holm, q_bh in zip(rows, holm(p), benjamini_hochberg(p), strict=True):
-        row[f"{prefix}p_holm"] = float(p_holm)
-        row[f"{prefix}q_bh"] = float(q_bh)
-        row[f"{prefix}flagged"] = bool(p_holm < alpha)
+def _quality_columns(gold: LabelledSet | None, responses: torch.Tensor) -> dict:
+    """The quality effect the gold labels support (at the sites of ``responses``); a pair's is
+    0 exactly, by the label's definition; without gold, only the bound is known."""
+    pairs_zero = torch.zeros(N_FEATURES - S)
+    if gold is not None:
+        q = token_quality(gold.responses, gold.labels, site_shares(responses))
+        effect, se, supported = q.effect, q.se, q.supported.double()
+    else:
+        effect, se, supported = torch.zeros(S), torch.full((S,), torch.inf), torch.zeros(S)
+    return {
+        "quality_effect": torch.cat([effect.double(), pairs_zero.double()]),
+        "quality_se": torch.cat([se.double(), pairs_zero.double()]),
+        "quality_supported": torch.cat([supported, pairs_zero + 1]),
+    }

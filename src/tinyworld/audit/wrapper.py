@@ -86,7 +86,8 @@ def corrections(audit: dict, method: str = "ours") -> dict[str, dict]:
     out: dict[str, dict] = {}
     rows = audit["candidates"] if method == "ours" else audit["baselines"][method]
     for row in rows:
-        if not (row["flagged"] or (method == "ours" and row.get("pair_syllable_flagged"))):
+        ours_too = method == "ours" and (row.get("pair_syllable_flagged") or row.get("echo_of"))
+        if not (row["flagged"] or ours_too):
             continue
         if method == "ours" and row["kind"] == "pair" and row.get("complex"):
             family = out.setdefault(row["family"], {"tokens": {}, "pairs": {}})

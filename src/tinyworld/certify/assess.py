@@ -72,10 +72,10 @@ def feature_use(policy, features: dict[str, list[str]], per_family: int, seed: i
 
 def flagged_features(audit: dict) -> dict[str, list[str]]:
     """Family -> the features the audit flagged (ours), with the syllables its second stage
-    flagged (the wrapper corrects those too)."""
+    flagged and the pairs that echo a flag (the wrapper corrects those too)."""
     out: dict[str, list[str]] = {}
     for row in audit["candidates"]:
-        if row["flagged"] or row.get("pair_syllable_flagged"):
+        if row["flagged"] or row.get("pair_syllable_flagged") or row.get("echo_of"):
             out.setdefault(row["family"], []).append(row["feature"])
     return out
 

@@ -18,6 +18,7 @@ from tinyworld.cli_args import (
     SEED_FLAG,
     add_world_argument,
 )
+from tinyworld.studies.audit_cli import register_audit_study
 from tinyworld.studies.cli_forecasts import cmd_frontier, cmd_tilt_study
 from tinyworld.tilt.cli import add_forecast_arguments
 
@@ -54,22 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--seed", type=SEED_FLAG, default=0)
     s.set_defaults(func=cmd_synthetic)
 
-    a = study.add_parser(
-        "audit", help="rate audit on the packaged worlds, checked against their planted truth"
-    )
-    a.add_argument("--names", default="default,variant,noshortcuts", help="packaged world configs")
-    a.add_argument(
-        "--worlds",
-        type=Path,
-        help="where the worlds are (built there, without RL runs, when missing; default: "
-        "PROJECT_DIR/tinyrlhf/audit_worlds)",
-    )
-    add_out_argument(a, "output folder (default: PROJECT_DIR/audit/study)")
-    a.add_argument(
-        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-        help="an audit setting (rate world audit --settings)",
-    )  # fmt: skip
-    a.set_defaults(func=cmd_audit_study)
+    register_audit_study(study)
 
     r = study.add_parser(
         "release",
@@ -255,29 +241,6 @@ def cmd_synthetic(args: argparse.Namespace) -> int:
     print((out / "synthetic.md").read_text())
     for p in written:
         print(p)
-    return 0
-
-
-def cmd_audit_study(args: argparse.Namespace) -> int:
-    from rate.fs import ensure_dir
-    from rate.io import atomic_write_json, atomic_write_text, json_safe
-    from rate.schema import flat_assignments, from_dict
-    from rate.store import timestamp
-    from tinyworld.audit.scan import AuditSettings
-    from tinyworld.studies.audit import audit_study, study_table
-
-    data = flat_assignments(args.overrides)
-    settings = from_dict(AuditSettings, data, "rate world study audit --set")
-    worlds = args.worlds or project_dir() / "tinyrlhf" / "audit_worlds"
-    names = [n.strip() for n in args.names.split(",") if n.strip()]
-    out = ensure_dir(args.out or project_dir() / "audit" / "study")  # fails now, not after
-    study = audit_study(names, worlds, settings)
-    stem = out / f"audit_study_{timestamp()}"
-    table = study_table(study)
-    atomic_write_json(stem.with_suffix(".json"), json_safe(study))
-    atomic_write_text(stem.with_suffix(".md"), table + "\n")
-    print(table)
-    print(f"\nwrote {stem}.json and .md")
     return 0
 
 

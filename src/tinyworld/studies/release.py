@@ -20,7 +20,7 @@ from rate.io import atomic_write_json, read_json
 from rate.parallel import run_jobs
 from rate.provenance import check_made_from, folder_lock, made_from
 from tinyworld.audit.run import load_inputs, run_audit
-from tinyworld.audit.scan import AuditSettings
+from tinyworld.audit.settings import AuditSettings
 from tinyworld.audit.wrapper import corrections, tokens_without_positions, write_corrections
 from tinyworld.audit_truth import oracle_corrections
 from tinyworld.data import build_digest

@@ -125,7 +125,12 @@ def choose_attributes(spec: str, rewriter: str) -> tuple[list[Attribute], dict[s
     """The attributes ``--attributes`` names that ``rewriter`` can rewrite; with the offline
     rules, an attribute without rules is left out of ``all`` (and said so), and refused when
     named."""
-    chosen = select_attributes(spec)
+    try:
+        chosen = select_attributes(spec)
+    except ConfigError as err:  # an unknown name: say which flag holds it
+        raise ConfigError(
+            str(err) if "--attributes" in str(err) else f"--attributes: {err}"
+        ) from None
     if rewriter != RULES:
         return chosen, {}
     named = spec.strip() != ALL

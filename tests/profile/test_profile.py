@@ -14,8 +14,12 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
+from rate.attributes import write_attribute_template
+from rate.errors import ConfigError
 from rate.io import read_json
+from rate.sweep.grid import Sweep
 from tests.helpers import ROOT, run_rate
 
 ATTRIBUTES = ["exclamation", "hedging", "emoji", "length"]
@@ -149,3 +153,23 @@ def test_bad_input_stops_before_any_work_with_one_line(tmp_path, change, message
     assert out.returncode == 2
     assert len(out.stderr.strip().splitlines()) == 1 and re.search(message, out.stderr)
     assert not (tmp_path / "D").exists() and not (tmp_path / "p" / "sweeps").exists()
+
+
+def test_a_grid_may_name_a_folder_of_its_own_templates(tmp_path, monkeypatch):
+    """The profile's grid finds its generated templates through its ``templates:`` key; a
+    SLURM job's copy of the grid names the folder by its absolute path."""
+    monkeypatch.setenv("RATE_TEMPLATE_PATH", "")  # restored after: Sweep sets it
+    data = _data(tmp_path / "answers.jsonl")
+    source = {"kind": "jsonl", "path": str(data), "text_field": "response"}
+    source["prompt_field"] = "prompt"
+    folder = tmp_path / "g" / "templates" / "dataset_templates"
+    write_attribute_template("emoji", source, 8, folder, "emoji_mine", {"one_sided_w": True})
+    grid = tmp_path / "g" / "grid.yaml"
+    spec = {"name": "mine", "templates": "templates", "scorers": ["vader"]}
+    grid.write_text(yaml.safe_dump({**spec, "datasets": {"emoji_mine": {"concept": "emoji"}}}))
+    sweep = Sweep(grid)
+    assert [c.dataset for c in sweep.cells] == ["emoji_mine"]
+    assert sweep.grid_record()["templates"] == str((tmp_path / "g" / "templates").resolve())
+    grid.write_text(yaml.safe_dump({**spec, "templates": "nowhere", "datasets": {}}))
+    with pytest.raises(ConfigError, match=r"grid\.yaml: key 'templates': no such folder"):
+        Sweep(grid)

@@ -32,10 +32,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "drugreview_length --attributes emoji,hedging --out prof_rm",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    scorer = p.add_mutually_exclusive_group(required=True)
+    # One of each pair, checked by the command (one line naming both).
+    scorer = p.add_mutually_exclusive_group()
     scorer.add_argument("--model", metavar="ORG/NAME|DIR", help="a sequence classifier")
     scorer.add_argument("--scorer", metavar="TEMPLATE", help="a scoring template")
-    data = p.add_mutually_exclusive_group(required=True)
+    data = p.add_mutually_exclusive_group()
     data.add_argument("--data", type=Path, metavar="FILE.jsonl", help="(prompt, response) lines")
     data.add_argument("--dataset", metavar="TEMPLATE", help="a dataset template's source")
     p.add_argument("--prompt-field", default="prompt", help="--data's prompt field")
@@ -79,6 +80,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
         raise ConfigError(f"--out {args.out}: is a file; a profile is a folder")
     if args.rewriter_model and args.rewriter == RULES:
         raise ConfigError("--rewriter-model: the rules need no model; give an LLM --rewriter")
+    if (args.data is None) == (args.dataset is None):
+        raise ConfigError("give exactly one of --data FILE.jsonl and --dataset TEMPLATE")
     if args.data is not None:
         source, n = data_source(args.data, args.prompt_field, args.response_field)
         where = str(args.data)
@@ -115,7 +118,8 @@ def _run(args: argparse.Namespace, inputs, grid: Path) -> int:
         print(f"{len(todo)} of {len(state.steps)} step(s) to run; state in {state.folder}")
         return 0
     log_file = new_log_path(state.layout.logs, f"profile_{sweep.name}", sweep.grid.smoke)
-    setup_logging("DEBUG" if getattr(args, "verbose", False) else "INFO", log_file)
+    loud = "DEBUG" if getattr(args, "verbose", False) else "INFO"
+    setup_logging("WARNING" if getattr(args, "quiet", False) else loud, log_file)
     log.info("profile %s: sweep %s (grid %s); log %s", args.out, sweep.name, grid, log_file)
     partition = sweep.config(sweep.cells[0]).slurm.partition or os.environ.get("PARTITION", "")
     errors: dict[str, str] = {}

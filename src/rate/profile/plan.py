@@ -144,7 +144,7 @@ def choose_attributes(spec: str, rewriter: str) -> tuple[list[Attribute], dict[s
                 "or give --rewriter openai_batch|openai_chat|hf_generate"
             )
         else:
-            left_out[a.name] = "no offline rules; needs an LLM rewriter (--rewriter)"
+            left_out[a.name] = "no offline rules; an LLM --rewriter rewrites it"
     if left_out:
         log.info(
             "profile: left out %s (no offline rules; --rewriter openai_batch|openai_chat|"

@@ -173,3 +173,19 @@ def test_a_grid_may_name_a_folder_of_its_own_templates(tmp_path, monkeypatch):
     grid.write_text(yaml.safe_dump({**spec, "templates": "nowhere", "datasets": {}}))
     with pytest.raises(ConfigError, match=r"grid\.yaml: key 'templates': no such folder"):
         Sweep(grid)
+
+
+def test_a_model_folder_gets_a_scoring_template_and_a_hub_id_offline_fails_at_once(tmp_path):
+    data, model = _data(tmp_path / "answers.jsonl"), tmp_path / "my_rm"
+    model.mkdir()
+    args = ["profile", "--model", str(model), "--data", str(data), "--attributes", "emoji"]
+    plan = run_rate([*args, "--smoke", "--plan", "--out", str(tmp_path / "D")], tmp_path / "p")
+    assert "4 of 4 step(s) to run" in plan.stdout  # rewrite, score, effects, report
+    (written,) = (tmp_path / "D" / "work" / "templates" / "scoring_templates").glob("*.yaml")
+    template = yaml.safe_load(written.read_text())
+    assert template["backend"] == "hf_classifier" and template["model"] == str(model.resolve())
+    args[2] = "org/reward-model"
+    out = run_rate([*args, "--out", str(tmp_path / "E")], tmp_path / "p", False, HF_HUB_OFFLINE="1")
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
+    assert "cannot load 'org/reward-model'" in out.stderr and "HF_HUB_OFFLINE=1" in out.stderr
+    assert not (tmp_path / "E").exists()

@@ -21,6 +21,8 @@ from rate.errors import ConfigError
 from rate.io import read_json
 from rate.sweep.grid import Sweep
 from tests.helpers import ROOT, run_rate
+from tests.slurm.test_slurm import _calls
+from tests.sweep.test_sweep import _fake_slurm
 
 ATTRIBUTES = ["exclamation", "hedging", "emoji", "length"]
 PROMPTS = ["How do I boil an egg?", "Why is the sky blue?", "How do I learn Python?"]
@@ -189,3 +191,22 @@ def test_a_model_folder_gets_a_scoring_template_and_a_hub_id_offline_fails_at_on
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
     assert "cannot load 'org/reward-model'" in out.stderr and "HF_HUB_OFFLINE=1" in out.stderr
     assert not (tmp_path / "E").exists()
+
+
+def test_on_slurm_each_step_is_a_job_that_finds_the_generated_templates(tmp_path):
+    """With PARTITION set the profile submits its sweep's steps; a job's copy of the grid names
+    the generated templates by absolute path, so the step runs from anywhere."""
+    fake = _fake_slurm(tmp_path)
+    data, out, project = _data(tmp_path / "answers.jsonl"), tmp_path / "D", tmp_path / "p"
+    args = ["profile", "--scorer", "vader", "--data", str(data), "--attributes", "emoji"]
+    first = run_rate([*args, "--smoke", "--out", str(out)], project, **fake)
+    assert "rerun this command once the jobs finish" in first.stdout
+    steps = [re.search(r"--step (\S+)", text)[1] for _, _, text in _calls(fake)]
+    assert [s.split(":")[0] for s in steps] == ["rewrite", "score", "effects", "report"]
+    (copy,) = (project / "slurm").glob("sweep_profile_D_*/grid.yaml")
+    assert yaml.safe_load(copy.read_text())["templates"] == str(out.resolve() / "work/templates")
+    run_rate(["sweep", str(copy), "--step", steps[0]], project, PARTITION="")  # the first job
+    (Path(fake["FAKE_SLURM"]) / "calls").unlink()
+    run_rate([*args, "--smoke", "--out", str(out)], project, **fake)
+    assert [re.search(r"--step (\S+)", t)[1] for _, _, t in _calls(fake)] == steps[1:]
+    assert not (out / "profile.json").exists()  # written once the jobs are done

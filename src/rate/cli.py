@@ -19,6 +19,7 @@ from rate.demos import cli as demo_cli
 from rate.errors import RateError
 from rate.fs import write_error
 from rate.plugins import plugin_commands
+from rate.profile import cli as profile_cli
 from rate.results import cli as results_cli
 from rate.settings import load_settings, log_to_files, redact, setup_logging
 from rate.slurm import cli as slurm_cli
@@ -69,6 +70,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[tuple[str, ...], tuple
     pipeline_cli.register(sub)
     results_cli.register(sub)
     sweep_cli.register(sub)
+    profile_cli.register(sub)
     slurm_cli.register(sub)
     demo_cli.register(sub)
     study_cli.register(sub)

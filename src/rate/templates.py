@@ -305,6 +305,9 @@ class DatasetTemplate:
     # Optional (off unless set: it is a third pass to pay for): the instruction of the placebo
     # pass, which rewrites each rewrite again with W kept, with {original_completion}.
     placebo_prompt: str | None = None
+    # Optional: every example may have the same W (a bias profile's attributes are absent
+    # from most texts); then only the ATU (or the ATT) is estimated.
+    one_sided_w: bool = False
     # Filled in on load: the file, the files it includes, and the validated parts.
     path: str = field(default="", init=False)
     includes: list[str] = field(default_factory=list, init=False)
@@ -339,9 +342,9 @@ class DatasetTemplate:
 
     def record(self) -> dict:
         """The template as written (includes applied), for metadata records."""
-        keys = ("name", "path", "includes", "description", "source", "w_classifier")
-        keys += ("w_strings", "rewrite_prompt", "rewriter", "n_examples", "perturb")
-        return {k: getattr(self, k) for k in (*keys, "rewrite_check", "placebo_prompt")}
+        keys = ("name", "path", "includes", "description", "source", "w_classifier", "w_strings")
+        keys += ("rewrite_prompt", "rewriter", "n_examples", "perturb", "rewrite_check")
+        return {k: getattr(self, k) for k in (*keys, "placebo_prompt", "one_sided_w")}
 
 
 def _check_prompt(prompt: str, key: str, fields: set[str], where: str) -> None:
@@ -413,16 +416,8 @@ class ScoringTemplate:
     includes: list[str] = field(default_factory=list, init=False)
 
     def record(self) -> dict:
-        return {
-            "name": self.name,
-            "path": self.path,
-            "includes": self.includes,
-            "reward_key": self.reward_key,
-            "backend": self.backend,
-            "description": self.description,
-            "batch_size": self.batch_size,
-            **self.options,
-        }
+        keys = ("name", "path", "includes", "reward_key", "backend", "description", "batch_size")
+        return {**{k: getattr(self, k) for k in keys}, **self.options}
 
 
 def parse_scoring_template(path: Path, scorers: dict[str, Kind]) -> ScoringTemplate:

@@ -42,6 +42,12 @@ class JsonlSource(Part):
         if (self.prompt_field is None) == (self.prompt is None):
             raise ConfigError(f"{where}: key 'source': give exactly one of prompt_field, prompt")
 
+    def inputs(self) -> dict[str, str]:
+        """The file, digested by content, where its path is absolute (a relative path is the
+        template's own: the template's digest covers where it points, not what it holds)."""
+        path = Path(self.path).expanduser()
+        return {"file": str(path)} if path.is_absolute() and path.is_file() else {}
+
 
 @dataclass
 class HFDatasetSource(Part):

@@ -168,13 +168,13 @@ def choose_examples(template: DatasetTemplate, n: int, seed: int) -> Chosen:
         raise TemplateError(f"{template.path}: {err}") from None
     if counts["w_1"] == 0 or counts["w_0"] == 0:
         only = int(counts["w_1"] > 0)
-        if rule_kind != "always":
+        if rule_kind != "always" and not template.one_sided_w:
             raise DataFileError(
                 f"{template.path}: the W rule ({rule_kind}) gives W={only} to every one of the "
                 f"{counts['drawn'] - counts['undefined_skipped']} examples with W defined, so "
                 "nothing can be compared; check w_classifier against the data (fitted: "
-                f"{fitted or 'nothing'}), or use rule: always for a dataset meant for the "
-                f"{'ATT' if only else 'ATU'} alone"
+                f"{fitted or 'nothing'}), or set one_sided_w: true (or rule: always) for a "
+                f"dataset meant for the {'ATT' if only else 'ATU'} alone"
             )
         log.info("every example has W=%d: only the %s is estimated", only, "ATT" if only else "ATU")
     if "perturb" in template.parts:

@@ -75,7 +75,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return 0
     partition = sweep.config(sweep.cells[0]).slurm.partition or os.environ.get("PARTITION", "")
     if partition.strip() and not args.here:
-        return _submit(state, args)
+        return submit_steps(state, args)
     outcome = run_sweep(state)
     for step_id, status in outcome.status.items():
         print(f"{status:8s} {step_id}")
@@ -92,7 +92,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-def _submit(state, args: argparse.Namespace) -> int:
+def submit_steps(state, args: argparse.Namespace) -> int:
+    """Submit the steps not done as SLURM jobs (and with ``args.wait``, follow them)."""
     from rate.slurm.jobs import wait_for
     from rate.sweep.submit import submit_sweep
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,11 @@ class Grid:
     )
     smoke: bool = opt(False, help="smoke-size runs: smoke_test in every cell's config")
     description: str = opt("", help="what the grid is for")
+    templates: str | None = opt(
+        None,
+        help="a folder of templates searched first (relative to this file), as a "
+        "RATE_TEMPLATE_PATH entry: a generated grid's own dataset and scoring templates",
+    )
 
     def validate(self, where: str) -> None:
         if not is_name_part(self.name):
@@ -184,6 +190,10 @@ class Sweep:
         if smoke is not None:  # --smoke: the grid at smoke size
             raw = {**raw, "smoke": smoke}
         self.raw = raw
+        self.templates: Path | None = None
+        if isinstance(raw.get("templates"), str):  # before validation: it names templates
+            folder = (path.parent / raw["templates"]).resolve()
+            self.templates = use_template_root(folder, f"{path}: key 'templates'")
         self.grid: Grid = from_dict(Grid, raw, str(path))
         if base_override is not None:
             self.base = base_override
@@ -253,8 +263,23 @@ class Sweep:
         return config
 
     def grid_record(self) -> dict:
-        """The grid as written, for a copy that SLURM jobs read."""
-        return {k: v for k, v in self.raw.items() if k != "base_config"}
+        """The grid as written, for a copy that SLURM jobs read (elsewhere: its template
+        folder made absolute)."""
+        record = {k: v for k, v in self.raw.items() if k != "base_config"}
+        if self.grid.templates:
+            record["templates"] = str(self.templates)
+        return record
+
+
+def use_template_root(folder: Path, where: str) -> Path:
+    """Search ``folder`` for templates before any other root, for the rest of this process
+    (the first entry of RATE_TEMPLATE_PATH, which the stages' template lookups read)."""
+    if not folder.is_dir():
+        raise ConfigError(f"{where}: no such folder {folder}; name a folder of templates")
+    entries = [p for p in os.environ.get("RATE_TEMPLATE_PATH", "").split(":") if p.strip()]
+    rest = [e for e in entries if Path(e) != folder]
+    os.environ["RATE_TEMPLATE_PATH"] = ":".join([str(folder), *rest])
+    return folder
 
 
 # The parts of a config each kind of step reads: a change to them redoes the step.

@@ -1,0 +1,175 @@
+"""A profile's rows: per attribute its W rule, counts by W, rewrite success per pass, the
+naive, single-rewrite and RATE estimates with SEs and intervals, the normalised effects, and
+the test of RATE's effect with its Holm and Benjamini-Hochberg adjustments over the
+attributes; written as ``profile.json`` / ``.md`` / ``.csv`` with the figure, one set.
+
+The test is of the estimand the data identify: the ATE where both W values are present, else
+the ATU (every original lacks the attribute: it is added) or the ATT (every original has it:
+it is removed); the row says which, and an ATE the data do not identify is null, never a
+number (:func:`rate.effects.inputs.identified_estimates`). p is two-sided, normal, from the
+raw estimate and its SE (:func:`rate.sweep.report.p_value`, the sweep's test).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+from pathlib import Path
+from typing import Any
+
+from rate.attributes import Attribute
+from rate.effects.estimators import ESTIMATORS
+from rate.filesets import write_set
+from rate.records import REWRITE, REWRITTEN
+from rate.results.values import interval, level, num, rate_key, success_counts, value
+from rate.stats import benjamini_hochberg, holm
+from rate.sweep.report import _p, p_value
+
+log = logging.getLogger(__name__)
+
+FDR = 0.05  # the false discovery rate the figure marks survivors at (BH)
+# The estimators a profile reports (the placebo-corrected ones need a third, paid pass).
+REPORTED = [e for e in ESTIMATORS if e.method in ("naive", "single_rewrite", "rate")]
+PASS_COLUMNS = {REWRITE: "rewrite_success", REWRITTEN: "rewritten_rewrite_success"}
+HEAD = ("attribute", "w_rule", "n_w1", "n_w0", *PASS_COLUMNS.values(), "estimand")
+TAIL = ("ate_identified", "naive_norm", "rate_norm", "rate_norm_se", "rate_norm_low")
+TAIL += ("rate_norm_high", "reward_std", "p", "p_holm", "p_bh", "bh_survives", "status")
+COLUMNS = (
+    *HEAD,
+    *(f"{e.name}{s}" for e in REPORTED for s in ("", "_se", "_low", "_high")),
+    *TAIL,
+    "effects_file",
+)
+
+
+def w_rule(attribute: Attribute) -> str:
+    """The attribute's W rule in words, with the rule as its file writes it."""
+    rule = dict(attribute.parts().get("w_classifier") or {})
+    kind = rule.pop("rule", "?")
+    options = ", ".join(f"{k}={v!r}" for k, v in rule.items())
+    return f"{attribute.description} ({kind}: {options})" if options else attribute.description
+
+
+def attribute_row(attribute: Attribute, effects: dict | None, status: str, path: str) -> dict:
+    """One attribute's row before the adjustment (``effects`` None: its steps did not
+    finish, and ``status`` says why)."""
+    row: dict[str, Any] = {c: None for c in COLUMNS}
+    row.update(attribute=attribute.name, w_rule=w_rule(attribute), status=status)
+    if effects is None:
+        return row
+    key, estimand = rate_key(effects)
+    row.update(n_w1=effects.get("Y1_count"), n_w0=effects.get("Y0_count"), estimand=estimand)
+    for rewrite_pass, column in PASS_COLUMNS.items():
+        passed, n = success_counts(effects, rewrite_pass)
+        row[column] = None if not n or passed is None else passed / n
+    for e in REPORTED:
+        pair = interval(effects, e.name, "normal", False)
+        row[e.name] = value(effects, e.name, False)
+        row[f"{e.name}_se"] = value(effects, f"{e.name}_stderr", False)
+        row[f"{e.name}_low"], row[f"{e.name}_high"] = pair or (None, None)
+    pair = interval(effects, key, "normal", True)
+    row.update(
+        ate_identified=row["ATE_rewritten_rewrite"] is not None,
+        naive_norm=value(effects, "naive_effect", True),
+        rate_norm=value(effects, key, True),
+        rate_norm_se=value(effects, f"{key}_stderr", True),
+        reward_std=num(effects.get("reward_std")),
+        p=p_value(row[key], row[f"{key}_se"]),
+        effects_file=path,
+    )
+    row["rate_norm_low"], row["rate_norm_high"] = pair or (None, None)
+    return row
+
+
+def adjusted(rows: list[dict]) -> list[dict]:
+    """``rows`` with Holm and BH over the attributes tested, sorted by RATE's normalised
+    effect (largest first; rows without one last)."""
+    tested = [r for r in rows if r["p"] is not None]
+    ps = [r["p"] for r in tested]
+    for r, h, b in zip(tested, holm(ps).tolist(), benjamini_hochberg(ps).tolist(), strict=True):
+        r.update(p_holm=h, p_bh=b, bh_survives=b <= FDR)
+    return sorted(rows, key=lambda r: (r["rate_norm"] is None, -(r["rate_norm"] or 0.0)))
+
+
+def _f(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:+.3f}"
+
+
+def _share(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.0%}"
+
+
+def markdown(title: str, rows: list[dict], left_out: dict[str, str], lvl: float) -> str:
+    """The table, eight columns wide, and what it leaves out."""
+    tested = sum(r["p"] is not None for r in rows)
+    lines = [
+        f"# {title}",
+        "",
+        f"Effects ÷ reward_std (the pooled within-group SD of the original scores); {lvl:.0%} "
+        "normal intervals. p: RATE's effect against 0, two-sided; Holm (family-wise) and "
+        f"Benjamini-Hochberg (false discovery rate) adjust over the {tested} attributes tested. "
+        "An attribute absent from every original identifies only the ATU (it is added), one "
+        "present in every original only the ATT; their ATE and naive effect are n/a.",
+        "",
+        "| attribute | n W=1/W=0 | rewrites passed (1st/2nd) | estimand | naive | "
+        f"RATE [{lvl:.0%} interval] | p | p Holm / BH |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if r["estimand"] is None:
+            lines.append(f"| {r['attribute']} | n/a | n/a | n/a | n/a | {r['status']} | | |")
+            continue
+        mark = " *" if r["bh_survives"] else ""
+        lines.append(
+            f"| {r['attribute']}{mark} | {r['n_w1']}/{r['n_w0']} | "
+            f"{_share(r['rewrite_success'])}/{_share(r['rewritten_rewrite_success'])} | "
+            f"{r['estimand']} | {_f(r['naive_norm'])} | {_f(r['rate_norm'])} "
+            f"[{_f(r['rate_norm_low'])}, {_f(r['rate_norm_high'])}] | {_p(r['p'])} | "
+            f"{_p(r['p_holm'])} / {_p(r['p_bh'])} |"
+        )
+    lines += ["", f"\\* survives Benjamini-Hochberg at {FDR:g}."]
+    if left_out:
+        lines += ["", "Left out: " + "; ".join(f"{k} ({v})" for k, v in left_out.items()) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def csv_text(rows: list[dict]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({k: "" if r[k] is None else r[k] for k in COLUMNS})
+    return buf.getvalue()
+
+
+def write_profile(
+    out: Path, record: dict, rows: list[dict], left_out: dict[str, str], effects: list[dict]
+) -> list[Path]:
+    """``out/profile.json`` with ``.md``, ``.csv`` and ``.png`` beside it, published as one
+    set (:func:`rate.filesets.write_set`); -> the files."""
+    from rate.plots.figures import figure_bytes
+    from rate.profile.figure import forest_figure  # matplotlib: only when writing
+
+    rows = adjusted(rows)
+    lvl = level(effects[0]) if effects else 0.95
+    title = f"Bias profile of {record['scorer']}"
+    fig = forest_figure(rows, title, lvl, FDR)
+    members = {
+        out / "profile.md": markdown(title, rows, left_out, lvl).encode(),
+        out / "profile.csv": csv_text(rows).encode(),
+        out / "profile.png": figure_bytes(fig, "png"),
+    }
+    fig.clear()
+    whole = {
+        **record,
+        "test": "RATE's effect on the estimand identified against 0, two-sided normal",
+        "adjustment_family": "the attributes with an estimate",
+        "fdr": FDR,
+        "level": lvl,
+        "units": {"*_norm": "÷ reward_std", "others": "raw score units"},
+        "attributes": rows,
+        "left_out": left_out,
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    return write_set(out / "profile.json", whole, members)

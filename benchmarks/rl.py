@@ -182,6 +182,12 @@ CONTENDERS: dict[str, Callable[[RLConfig, Path], dict]] = {
         )
         for name in DEVICES
     },
+    **{  # the plain loop with that one device on: what the loop would be if it kept one
+        f"only_{name}": functools.partial(
+            train_rl_ours, devices=dataclasses.replace(PLAIN, **{name: True})
+        )
+        for name in DEVICES
+    },
 }
 
 

@@ -61,10 +61,11 @@ def cmd_semisynthetic_text(args: argparse.Namespace) -> int:
 
 
 def cmd_profile_check(args: argparse.Namespace) -> int:
+    from rate.fs import ensure_dir
     from rate.io import read_json
     from rate.profile.check import check_run, run_profiles, write_check
 
-    out = args.out or project_dir() / "profile_check"
+    out = ensure_dir(args.out or project_dir() / "profile_check")  # fails now, not at the end
     run = run_profiles(out, args.attributes, args.n_examples, args.smoke)
     files = write_check(out, check_run(run, out))
     print(files[1].read_text(encoding="utf-8"))

@@ -21,7 +21,7 @@ STAGE = $(if $(PARTITION),$(VENV)/bin/rate submit $(1) $(WAIT_FLAG),$(VENV)/bin/
 
 .DEFAULT_GOAL := help
 .PHONY: help setup demo audit-demo demo-text test test-fast world-build bench lint format docs clean \
-	create_dataset score_dataset treatment_effects plots pipeline sweep profile smoke world-study-synthetic study-semisynthetic-text world-study-coverage validate \
+	create_dataset score_dataset treatment_effects plots pipeline sweep profile profile-check smoke world-study-synthetic study-semisynthetic-text world-study-coverage validate \
 	faults matrix world-study-release sweep-study world-study-certify-coverage gold-plan-study world-study-tilt \
 	world-study-frontier gpu-check
 
@@ -98,6 +98,9 @@ profile: $(STAMP) ## a bias profile of a reward model (SCORER=vader or MODEL=ORG
 	$(VENV)/bin/rate profile $(if $(MODEL),--model $(MODEL),--scorer $(or $(SCORER),vader)) \
 		--data $(DATA) --out $(OUT) $(if $(ATTRIBUTES),--attributes $(ATTRIBUTES)) \
 		$(if $(SMOKE),--smoke) $(if $(WAIT),--wait)
+
+profile-check: $(STAMP) ## rate profile against a known answer: the planted reward model on the drug reviews (OUT=dir, default PROJECT_DIR/profile_check; SMOKE=1: 60 reviews)
+	$(VENV)/bin/rate study profile-check $(if $(OUT),--out $(OUT)) $(if $(SMOKE),--smoke)
 
 # make smoke runs experiments/smoke.yaml, or, with another CONFIG, that experiment as a smoke test.
 SMOKE_CONFIG = $(if $(filter experiments/config.yaml,$(CONFIG)),experiments/smoke.yaml,$(CONFIG))

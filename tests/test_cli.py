@@ -161,6 +161,7 @@ LATE_WRITERS = [
     (["world", "study", "audit", "--out", "{bad}"], "tinyworld.studies.audit", "audit_study"),
     (["study", "semisynthetic-text", "--out", "{bad}"], "rate.studies.semisynthetic_text",
      "run_semisynthetic_text"),
+    (["study", "profile-check", "--out", "{bad}"], "rate.profile.check", "run_profiles"),
     (["world", "study", "tilt", "--world", "W", "--out", "{bad}"], "tinyworld.studies.tilt", "tilt_study"),
     (["world", "certify", "--world", "W", "--policy", "P", "--out", "{bad}/cert"],
      "tinyworld.certify.certify", "certify_policy"),

@@ -101,8 +101,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, inputs, grid: Path) -> int:
     from rate.errors import RateError
-    from rate.io import read_json
-    from rate.profile.report import attribute_row, write_profile
+    from rate.profile.report import write_profile
     from rate.settings import setup_logging
     from rate.store import Layout, new_log_path
     from rate.sweep.cli import submit_steps
@@ -133,29 +132,8 @@ def _run(args: argparse.Namespace, inputs, grid: Path) -> int:
         for step_id, status in outcome.status.items():
             print(f"{status:8s} {step_id}")
         errors = outcome.errors
-    scorer = sweep.grid.scorers[0]
-    rows, effects = [], []
-    for attribute, dataset in zip(inputs.attributes, sweep.grid.datasets, strict=True):
-        step = f"effects:{dataset}:{scorer}"
-        why = state.why_not_done(state.steps[step])
-        if why is not None:
-            failed = [s for s in errors if s.split(":")[1] == dataset]
-            status = f"failed: {errors[failed[0]]}" if failed else f"not done: {why}"
-            rows.append(attribute_row(attribute, None, status, ""))
-            continue
-        path = state.outputs(step)[0]
-        effects.append(read_json(path))
-        rows.append(attribute_row(attribute, effects[-1], "ok", path))
-    record = {
-        "scorer": inputs.scorer,
-        "data": inputs.where,
-        "n_examples": inputs.n_examples,
-        "smoke": sweep.grid.smoke,
-        "rewriter": inputs.rewriter,
-        "sweep": sweep.name,
-        "grid": str(grid),
-        "steps": str(state.folder / "steps"),
-    }
+    rows, effects = profile_rows(state, inputs, sweep.grid.scorers[0], errors)
+    record = profile_record(state, inputs, inputs.scorer, grid)
     files = write_profile(args.out, record, rows, inputs.left_out, effects)
     print("\n" + files[1].read_text(encoding="utf-8"))
     print(f"profile: {', '.join(str(f) for f in files)}")
@@ -167,3 +145,38 @@ def _run(args: argparse.Namespace, inputs, grid: Path) -> int:
             + "\n".join(lines)
         )
     return 0
+
+
+def profile_rows(state, inputs, scorer: str, errors: dict[str, str]) -> tuple[list, list]:
+    """The profile's rows of ``scorer`` (a failed or unfinished attribute: an empty row saying
+    why) and the effects of those done; -> (rows, effects)."""
+    from rate.io import read_json
+    from rate.profile.report import attribute_row
+
+    rows, effects = [], []
+    for attribute, dataset in zip(inputs.attributes, state.sweep.grid.datasets, strict=True):
+        step = f"effects:{dataset}:{scorer}"
+        why = state.why_not_done(state.steps[step])
+        if why is not None:
+            failed = [s for s in errors if s.split(":")[1] == dataset]
+            status = f"failed: {errors[failed[0]]}" if failed else f"not done: {why}"
+            rows.append(attribute_row(attribute, None, status, ""))
+            continue
+        path = state.outputs(step)[0]
+        effects.append(read_json(path))
+        rows.append(attribute_row(attribute, effects[-1], "ok", path))
+    return rows, effects
+
+
+def profile_record(state, inputs, scorer: str, grid: Path) -> dict:
+    """What ``profile.json`` says a profile of ``scorer`` is of and where its steps lie."""
+    return {
+        "scorer": scorer,
+        "data": inputs.where,
+        "n_examples": inputs.n_examples,
+        "smoke": state.sweep.grid.smoke,
+        "rewriter": inputs.rewriter,
+        "sweep": state.sweep.name,
+        "grid": str(grid),
+        "steps": str(state.folder / "steps"),
+    }

@@ -175,8 +175,16 @@ def dataset_name(attribute: str, out: Path) -> str:
     return f"{attribute}_{_tag(out)}"
 
 
-def write_plan(inputs: Inputs, out: Path, smoke: bool, bootstrap: int | None = None) -> Path:
-    """Write the profile's templates and grid under ``out/work``; -> the grid file."""
+def write_plan(
+    inputs: Inputs,
+    out: Path,
+    smoke: bool,
+    bootstrap: int | None = None,
+    also: tuple[str, ...] = (),
+) -> Path:
+    """Write the profile's templates and grid under ``out/work``; -> the grid file. ``also``:
+    more scoring templates, each scoring the same rewrites (a sweep's cells share their
+    dataset's rewrite step)."""
     work = out / WORK
     templates = work / "templates"
     scorer = inputs.scorer
@@ -208,7 +216,7 @@ def write_plan(inputs: Inputs, out: Path, smoke: bool, bootstrap: int | None = N
         "description": f"rate profile of {inputs.scorer} on {inputs.where}",
         "templates": "templates",
         "datasets": datasets,
-        "scorers": [scorer],
+        "scorers": [scorer, *also],
         "set": settings,
         "smoke": smoke,
     }

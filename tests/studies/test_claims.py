@@ -43,13 +43,14 @@ def normal_coverage(z: float, bias_in_se: float) -> float:
 # audit, so "none" cannot be asserted at 0.001), AUC >= 0.98, no flag in the world without
 # shortcuts, and the analyst's ridge flags no planted pair. Half the page's responses (the diagnostic's
 # own size), a quarter of RATE's, no complexes (they serve the wrapper, not the flags).
-CI_AUDIT = {"n_token": 32, "n_pair": 16, "n_rate_token": 8, "n_rate_pair": 4, "n_complex": 0}
+CI_AUDIT = {"n_token": 32, "n_screen": 16, "n_confirm": 128, "n_rate_token": 8,
+            "n_rate_screen": 4, "n_rate_confirm": 32, "n_complex": 0}  # fmt: skip
 
 
 def audit_claims(world: Path, monkeypatch) -> dict:
     """audit_world on ``world`` at CI size, each mode's check with the audit it checked."""
     import tinyworld.studies.audit as study
-    from tinyworld.audit.scan import AuditSettings
+    from tinyworld.audit.settings import AuditSettings
 
     records = []
     real = study.run_audit

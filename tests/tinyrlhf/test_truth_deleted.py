@@ -28,14 +28,20 @@ SECONDS = re.compile(r"\d+(\.\d+)?( \+ \d+(\.\d+)?)? s\b")
 AUDIT_DIGEST = re.compile(r"^AUDIT_SHA256 = .*$", re.MULTILINE)
 
 
+# The audit at its smallest: 4 responses for the tokens, 2 to screen the pairs, 2 screened
+# pairs confirmed on 4; RATE likewise.
+SMALL_AUDIT = [a for kv in ("n_token=4", "n_screen=2", "screen_top=2", "n_confirm=4",
+                            "n_rate_token=2", "n_rate_screen=1", "n_rate_confirm=2")
+               for a in ("--set", kv)]  # fmt: skip
+
+
 def world_commands(world: Path, inputs: Path, out: Path) -> dict[str, list[str]]:
     """Every `rate world` command that analyses a built world, at CI size. ``inputs`` holds an
     audit and its wrapper (made once, so that the commands that read them read the same
     bytes in both runs)."""
     checkpoint = str(world / "runs" / "kl05-s800" / "checkpoint")
     audit, wrapper = str(inputs / "audit.json"), str(inputs / "ours.py")
-    small_audit = ["--set", "n_token=4", "--set", "n_pair=1", "--set", "n_rate_token=2",
-                   "--set", "n_rate_pair=1", "--set", "n_complex=4"]  # fmt: skip
+    small_audit = [*SMALL_AUDIT, "--set", "n_complex=4"]
     return {
         "audit": ["--world", str(world), "--out", str(out / "audit.json"), "--write-wrapper",
                   str(out / "ours.py"), *small_audit],
@@ -129,8 +135,7 @@ def test_every_analysis_command_writes_the_same_without_the_truth(
     shutil.move(world / "truth", truth)
     inputs.mkdir()
     assert main(["world", "audit", "--world", str(world), "--out", str(inputs / "audit.json"),
-                 "--write-wrapper", str(inputs / "ours.py"), "--set", "n_token=4", "--set",
-                 "n_pair=1", "--set", "n_rate_token=2", "--set", "n_rate_pair=1"]) == 0  # fmt: skip
+                 "--write-wrapper", str(inputs / "ours.py"), *SMALL_AUDIT]) == 0  # fmt: skip
 
     out = tmp_path / "out"
     run_all(world, inputs, out, tmp_path / "project_blind", monkeypatch)

@@ -21,7 +21,7 @@ STAGE = $(if $(PARTITION),$(VENV)/bin/rate submit $(1) $(WAIT_FLAG),$(VENV)/bin/
 
 .DEFAULT_GOAL := help
 .PHONY: help setup demo audit-demo demo-text test test-fast world-build bench lint format docs clean \
-	create_dataset score_dataset treatment_effects plots pipeline sweep profile smoke world-study-synthetic study-semisynthetic-text world-study-coverage validate \
+	create_dataset score_dataset treatment_effects plots pipeline sweep profile profile-offline smoke world-study-synthetic study-semisynthetic-text world-study-coverage validate \
 	faults matrix world-study-release sweep-study world-study-certify-coverage gold-plan-study world-study-tilt \
 	world-study-frontier gpu-check
 
@@ -98,6 +98,12 @@ profile: $(STAMP) ## a bias profile of a reward model (SCORER=vader or MODEL=ORG
 	$(VENV)/bin/rate profile $(if $(MODEL),--model $(MODEL),--scorer $(or $(SCORER),vader)) \
 		--data $(DATA) --out $(OUT) $(if $(ATTRIBUTES),--attributes $(ATTRIBUTES)) \
 		$(if $(SMOKE),--smoke) $(if $(WAIT),--wait)
+
+PROFILES ?= $(PROJECT_DIR)/profiles
+profile-offline: $(STAMP) ## MiniLM's and VADER's profiles of the drug reviews, every rule attribute, per rating; tables and figures into experiments/profile/offline/
+	$(VENV)/bin/rate profile --scorer vader --dataset drugreview_length --group-by rating --wait --out $(PROFILES)/vader
+	$(VENV)/bin/rate profile --scorer minilm_sentiment --dataset drugreview_length --group-by rating --wait --out $(PROFILES)/minilm_sentiment
+	$(PY) experiments/profile/offline_profiles.py $(PROFILES) --to experiments/profile/offline
 
 # make smoke runs experiments/smoke.yaml, or, with another CONFIG, that experiment as a smoke test.
 SMOKE_CONFIG = $(if $(filter experiments/config.yaml,$(CONFIG)),experiments/smoke.yaml,$(CONFIG))

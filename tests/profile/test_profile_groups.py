@@ -80,3 +80,19 @@ def test_a_group_by_field_the_dataset_lacks_stops_before_any_work(tmp_path):
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
     assert "--group-by: key 'effects.group_by' is 'stars'" in out.stderr
     assert "rating" in out.stderr and not (tmp_path / "p" / "sweeps").exists()
+
+
+def test_on_the_drug_reviews_vader_exclamation_sign_follows_the_rating(tmp_path):
+    """The page's claim on the 900 drug reviews: adding "!" lowers VADER's score of negative
+    reviews and raises it for positive ones (ATU beyond 2 SE each way), removing them does the
+    opposite (the ATTs apart by more than 2 SE), and over all reviews the two cancel."""
+    args = ["profile", "--scorer", "vader", "--dataset", "drugreview_length", "--attributes",
+            "exclamation", "--group-by", "rating", "--out", str(tmp_path / "D")]  # fmt: skip
+    run_rate(args, tmp_path / "p", PARTITION="")
+    (row,) = read_json(tmp_path / "D" / "profile.json")["attributes"]
+    pos, neg = row["groups"]["positive"], row["groups"]["negative"]
+    assert (pos["n_w1"] + pos["n_w0"], neg["n_w1"] + neg["n_w0"]) == (580, 238)
+    assert pos["ATU"] > 2 * pos["ATU_se"] > 0 and -neg["ATU"] > 2 * neg["ATU_se"] > 0
+    assert neg["ATT"] < 0 < pos["ATT"]
+    assert pos["ATT"] - neg["ATT"] > 2 * (pos["ATT_se"] ** 2 + neg["ATT_se"] ** 2) ** 0.5
+    assert abs(row["rate_norm"]) < 2 * row["rate_norm_se"]  # pooled: no effect

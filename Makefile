@@ -21,7 +21,7 @@ STAGE = $(if $(PARTITION),$(VENV)/bin/rate submit $(1) $(WAIT_FLAG),$(VENV)/bin/
 
 .DEFAULT_GOAL := help
 .PHONY: help setup demo audit-demo demo-text test test-fast world-build bench lint format docs clean \
-	create_dataset score_dataset treatment_effects plots pipeline sweep profile profile-check smoke world-study-synthetic study-semisynthetic-text world-study-coverage validate \
+	create_dataset score_dataset treatment_effects plots pipeline sweep profile profile-check profile-offline smoke world-study-synthetic study-semisynthetic-text world-study-coverage validate \
 	faults matrix world-study-release sweep-study world-study-certify-coverage gold-plan-study world-study-tilt \
 	world-study-frontier gpu-check
 
@@ -101,6 +101,12 @@ profile: $(STAMP) ## a bias profile of a reward model (SCORER=vader or MODEL=ORG
 
 profile-check: $(STAMP) ## rate profile against a known answer: the planted reward model on the drug reviews (OUT=dir, default PROJECT_DIR/profile_check; SMOKE=1: 60 reviews)
 	$(VENV)/bin/rate study profile-check $(if $(OUT),--out $(OUT)) $(if $(SMOKE),--smoke)
+
+PROFILES ?= $(PROJECT_DIR)/profiles
+profile-offline: $(STAMP) ## MiniLM's and VADER's profiles of the drug reviews, every rule attribute, per rating; tables and figures into experiments/profile/offline/
+	$(VENV)/bin/rate profile --scorer vader --dataset drugreview_length --group-by rating --wait --out $(PROFILES)/vader
+	$(VENV)/bin/rate profile --scorer minilm_sentiment --dataset drugreview_length --group-by rating --wait --out $(PROFILES)/minilm_sentiment
+	$(PY) experiments/profile/offline_profiles.py $(PROFILES) --to experiments/profile/offline
 
 # make smoke runs experiments/smoke.yaml, or, with another CONFIG, that experiment as a smoke test.
 SMOKE_CONFIG = $(if $(filter experiments/config.yaml,$(CONFIG)),experiments/smoke.yaml,$(CONFIG))

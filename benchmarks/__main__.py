@@ -30,6 +30,7 @@ from benchmarks.audit import bench_audit, render_audit
 from benchmarks.batch import bench_batch, render_batch
 from benchmarks.certify import bench_certify, render_certify
 from benchmarks.pipeline import bench_pipeline, bench_reading, render_pipeline, render_reading
+from benchmarks.profile import bench_profile, render_profile
 from benchmarks.scoring import bench_scoring, render_scoring
 from benchmarks.slurm import HEADING, write_section
 from benchmarks.text import bench_text, render_text
@@ -42,7 +43,9 @@ from tinyworld.data import require_world
 log = logging.getLogger(__name__)
 
 
-SECTIONS = ("world", "pipeline", "reading", "scoring", "text", "batch", "audit", "certify")
+SECTIONS = (
+    "world", "pipeline", "reading", "scoring", "profile", "text", "batch", "audit", "certify",
+)  # fmt: skip
 
 
 def _rounded(v):
@@ -88,6 +91,8 @@ def render(r: dict, command: str) -> str:
     if "drug" in r:
         lines += [*render_scoring(r)[:2], f"Measured {measured.get('scoring')}.", ""]
         lines += render_scoring(r)[2:]
+    if "profile_n" in r:
+        lines += render_profile(r, measured.get("profile"))
     if "requests_s" in r:
         lines += render_text(r, measured.get("text"))
     if "batch_prepare_s" in r:
@@ -178,6 +183,9 @@ def _main(argv: list[str] | None) -> int:
         if "scoring" in sections:
             results.update(bench_scoring())
             measured["scoring"] = today
+        if "profile" in sections:
+            results.update(bench_profile(tmp))
+            measured["profile"] = today
         if "text" in sections:
             results.update(bench_text())
             measured["text"] = today

@@ -60,6 +60,21 @@ def test_the_docs_reference_is_the_generated_one():
     assert "reference/config" in (ROOT / "README.md").read_text()
 
 
+def test_a_study_page_shows_the_images_of_its_own_folder_from_beside_it():
+    """The site publishes a study's images as studies/<name>/<path> and points the page's
+    links there; a link out of the folder, or to the web, is left as written."""
+    hook = _docs_hook()
+    text = (
+        "![a](offline/vader.png) ![b](../tilt/x.png) ![c](https://x.org/y.png) [d](tilt/README.md)"
+    )
+    assert hook.study_page(text, "profile") == (
+        "![a](profile/offline/vader.png) ![b](../tilt/x.png) ![c](https://x.org/y.png) [d](tilt.md)"
+    )
+    shown = hook.study_images(ROOT / "experiments" / "profile" / "README.md")
+    assert shown == ["offline/minilm_sentiment.png", "offline/vader.png"]
+    assert all((ROOT / "experiments" / "profile" / p).is_file() for p in shown)
+
+
 def test_rate_config_commands(tmp_path):
     text = run_rate(["config"], tmp_path).stdout
     assert "effects.n_bootstrap  (int; default 1000)" in text

@@ -6,7 +6,9 @@
 - ``studies/<name>.md``: each study's page, ``experiments/<name>/README.md``, and
   ``studies/index.md`` from ``experiments/README.md``. A link to a study's page
   (``[x](tilt/README.md)``, or ``[x](../tilt/README.md)`` from a study) becomes a link to its
-  page in the site; other links out of experiments/ are not written in these pages.
+  page in the site; other links out of experiments/ are not written in these pages. An
+  image a study's page shows from its own folder (``![x](offline/vader.png)``) is published
+  beside the page, as ``studies/<name>/<path>``, and the link made to point there.
 """
 
 from __future__ import annotations
@@ -54,8 +56,21 @@ def config_reference() -> str:
 _STUDY_LINK = re.compile(r"\]\((?:\.\./)?([A-Za-z0-9_]+)/README\.md(#[^)]*)?\)")
 
 
-def study_page(text: str) -> str:
-    return _STUDY_LINK.sub(lambda m: f"]({m.group(1)}.md{m.group(2) or ''})", text)
+# An image of the study's own folder: a relative path without "..", ending in an image type.
+_IMAGE = re.compile(r"(!\[[^\]]*\]\()((?![a-z]+:|/)(?:(?!\.\./)[^)\s])+\.(?:png|svg|jpg))\)")
+
+
+def study_page(text: str, name: str | None = None) -> str:
+    """A study's README as a page of the site (``name``: the study, whose images move)."""
+    text = _STUDY_LINK.sub(lambda m: f"]({m.group(1)}.md{m.group(2) or ''})", text)
+    if name is not None:
+        text = _IMAGE.sub(lambda m: f"{m.group(1)}{name}/{m.group(2)})", text)
+    return text
+
+
+def study_images(readme: Path) -> list[str]:
+    """The paths, relative to the study's folder, of the images its README shows."""
+    return sorted({m.group(2) for m in _IMAGE.finditer(readme.read_text())})
 
 
 def on_files(files: Files, config) -> Files:
@@ -68,7 +83,12 @@ def on_files(files: Files, config) -> Files:
     )
     for readme in sorted(experiments.glob("*/README.md")):
         name = readme.parent.name
-        files.append(
-            File.generated(config, f"studies/{name}.md", content=study_page(readme.read_text()))
-        )
+        page = study_page(readme.read_text(), name)
+        files.append(File.generated(config, f"studies/{name}.md", content=page))
+        for image in study_images(readme):
+            path = readme.parent / image
+            if path.is_file():  # else the page's link is reported as broken by the build
+                files.append(
+                    File.generated(config, f"studies/{name}/{image}", abs_src_path=str(path))
+                )
     return files

@@ -48,6 +48,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--attributes", default="all", help="'all' or names: length,emoji,...")
     p.add_argument(
+        "--group-by",
+        metavar="FIELD",
+        help="also estimate per value of this field of the examples (effects.group_by): "
+        "the drug reviews' rating (positive, negative, neutral), a field of --data's lines",
+    )
+    p.add_argument(
         "--rewriter",
         choices=REWRITERS,
         default=RULES,
@@ -83,7 +89,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if (args.data is None) == (args.dataset is None):
         raise ConfigError("give exactly one of --data FILE.jsonl and --dataset TEMPLATE")
     if args.data is not None:
-        source, n = data_source(args.data, args.prompt_field, args.response_field)
+        source, n = data_source(args.data, args.prompt_field, args.response_field, args.group_by)
         where = str(args.data)
         if args.n_examples and args.n_examples > n:
             raise ConfigError(f"--n-examples {args.n_examples}: {args.data} holds {n} examples")
@@ -93,13 +99,14 @@ def cmd_profile(args: argparse.Namespace) -> int:
     attributes, left_out = choose_attributes(args.attributes, args.rewriter)
     inputs = Inputs(
         source, args.n_examples or n, where, scorer, attributes, left_out,
-        args.rewriter, args.rewriter_model,
+        args.rewriter, args.rewriter_model, args.group_by,
     )  # fmt: skip
     grid = write_plan(inputs, args.out, args.smoke)
     return _run(args, inputs, grid)
 
 
 def _run(args: argparse.Namespace, inputs, grid: Path) -> int:
+    from rate.catalog import check_group_by
     from rate.errors import RateError
     from rate.profile.report import write_profile
     from rate.settings import setup_logging
@@ -109,6 +116,7 @@ def _run(args: argparse.Namespace, inputs, grid: Path) -> int:
     from rate.sweep.steps import State, pending, run_sweep
 
     sweep = Sweep(grid, args.config)  # every cell's config checked before any work
+    check_group_by(sweep.config(sweep.cells[0]), "--group-by")  # the source's fields, if known
     state = State(sweep, Layout.from_env())
     todo = pending(state)
     if args.plan:
@@ -176,6 +184,7 @@ def profile_record(state, inputs, scorer: str, grid: Path) -> dict:
         "n_examples": inputs.n_examples,
         "smoke": state.sweep.grid.smoke,
         "rewriter": inputs.rewriter,
+        "group_by": inputs.group_by,
         "sweep": state.sweep.name,
         "grid": str(grid),
         "steps": str(state.folder / "steps"),

@@ -55,11 +55,15 @@ class Inputs:
     left_out: dict[str, str]  # attribute -> why it is not in the profile
     rewriter: str = RULES
     rewriter_model: str | None = None
+    group_by: str | None = None  # effects.group_by: also estimated per value of this field
 
 
-def data_source(path: Path, prompt_field: str, response_field: str) -> tuple[dict, int]:
+def data_source(
+    path: Path, prompt_field: str, response_field: str, group_by: str | None = None
+) -> tuple[dict, int]:
     """The JSONL source of ``path``, every line checked now (one line naming the file, the
-    line and the field otherwise); -> (source, the number of examples)."""
+    line and the field otherwise; the ``group_by`` field too, a number or a string); ->
+    (source, the number of examples)."""
     if not path.is_file():
         raise DataFileError(
             f"--data {path}: no such file; give a JSONL file with {prompt_field!r} and "
@@ -76,6 +80,12 @@ def data_source(path: Path, prompt_field: str, response_field: str) -> tuple[dic
                     f"{path}:{line}: field {field!r} is {got}; every line needs a string "
                     f"{field!r} (fields present: {', '.join(sorted(row)) or 'none'})"
                 )
+        if group_by and not isinstance(row.get(group_by), (str, int, float, bool)):
+            raise DataFileError(
+                f"{path}:{line}: field {group_by!r} (--group-by) is missing or not a number or "
+                f"a string; give every line one, or drop --group-by (fields present: "
+                f"{', '.join(sorted(row)) or 'none'})"
+            )
     source = {
         "kind": "jsonl",
         "path": str(path.resolve()),
@@ -211,6 +221,8 @@ def write_plan(
     settings: dict[str, Any] = {"rewrites.smoke_n_examples": min(SMOKE_N, inputs.n_examples)}
     if bootstrap is not None:
         settings["effects.n_bootstrap"] = bootstrap
+    if inputs.group_by:
+        settings["effects.group_by"] = inputs.group_by
     grid = {
         "name": f"profile_{_tag(out)}",
         "description": f"rate profile of {inputs.scorer} on {inputs.where}",

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rate.attributes import Attribute
-from rate.effects.estimators import ESTIMATORS
+from rate.effects.estimators import ESTIMANDS, ESTIMATORS, estimator
 from rate.filesets import write_set
 from rate.records import REWRITE, REWRITTEN
 from rate.results.values import interval, level, num, rate_key, success_counts, value
@@ -79,7 +79,20 @@ def attribute_row(attribute: Attribute, effects: dict | None, status: str, path:
         effects_file=path,
     )
     row["rate_norm_low"], row["rate_norm_high"] = pair or (None, None)
+    if effects.get("groups"):  # --group-by: per value of the field, raw score units
+        row["groups"] = {g: group_row(part) for g, part in effects["groups"].items()}
     return row
+
+
+def group_row(part: dict) -> dict:
+    """One group's counts by W and RATE's ATE, ATT and ATU with SEs (raw score units; the
+    stage estimates a group without bootstrap, from the normal SEs)."""
+    out: dict[str, Any] = {"n_w1": part.get("Y1_count"), "n_w0": part.get("Y0_count")}
+    for estimand in ESTIMANDS:
+        name = estimator("rate", estimand).name
+        out[estimand] = value(part, name, False)
+        out[f"{estimand}_se"] = value(part, f"{name}_stderr", False)
+    return out
 
 
 def adjusted(rows: list[dict]) -> list[dict]:
@@ -100,8 +113,38 @@ def _share(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.0%}"
 
 
-def markdown(title: str, rows: list[dict], left_out: dict[str, str], lvl: float) -> str:
-    """The table, eight columns wide, and what it leaves out."""
+def estimate_se(x: float | None, se: float | None) -> str:
+    """``+x ± se`` (n/a without an estimate; the estimate alone without an SE)."""
+    return "n/a" if x is None else f"{x:+.3f} ± {se:.3f}" if se is not None else f"{x:+.3f}"
+
+
+def group_table(rows: list[dict], group_by: str) -> list[str]:
+    """The per-group lines of ``--group-by``: RATE's ATT and ATU in each group."""
+    lines = [
+        "",
+        f"## Per {group_by}",
+        "",
+        f"RATE's ATT (the attribute removed where the original has it) and ATU (added where "
+        f"it has not), ± SE, in raw score units, among the examples of each value of "
+        f"{group_by!r}; n/a where no example of the group has that W.",
+        "",
+        f"| attribute | {group_by} | n W=1/W=0 | RATE ATT ± SE | RATE ATU ± SE |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        for g, part in (r.get("groups") or {}).items():
+            lines.append(
+                f"| {r['attribute']} | {g} | {part['n_w1']}/{part['n_w0']} | "
+                f"{estimate_se(part['ATT'], part['ATT_se'])} | {estimate_se(part['ATU'], part['ATU_se'])} |"
+            )
+    return lines
+
+
+def markdown(
+    title: str, rows: list[dict], left_out: dict[str, str], lvl: float, group_by: str | None = None
+) -> str:
+    """The table, eight columns wide, and what it leaves out; with ``group_by``, RATE's ATT
+    and ATU per group after it."""
     tested = sum(r["p"] is not None for r in rows)
     lines = [
         f"# {title}",
@@ -131,6 +174,8 @@ def markdown(title: str, rows: list[dict], left_out: dict[str, str], lvl: float)
     lines += ["", f"\\* survives Benjamini-Hochberg at {FDR:g}."]
     if left_out:
         lines += ["", "Left out: " + "; ".join(f"{k} ({v})" for k, v in left_out.items()) + "."]
+    if group_by and any(r.get("groups") for r in rows):
+        lines += group_table(rows, group_by)
     return "\n".join(lines) + "\n"
 
 
@@ -156,7 +201,7 @@ def write_profile(
     title = f"Bias profile of {record['scorer']}"
     fig = forest_figure(rows, title, lvl, FDR)
     members = {
-        out / "profile.md": markdown(title, rows, left_out, lvl).encode(),
+        out / "profile.md": markdown(title, rows, left_out, lvl, record.get("group_by")).encode(),
         out / "profile.csv": csv_text(rows).encode(),
         out / "profile.png": figure_bytes(fig, "png"),
     }

@@ -30,6 +30,7 @@ from rate.catalog import (
     model_short_name,
 )
 from rate.errors import ConfigError, DataFileError
+from rate.fs import ensure_dir
 from rate.hf_models import hub_offline_error, is_local
 from rate.io import atomic_write_text, read_jsonl_numbered
 from rate.profile import RULES
@@ -208,7 +209,7 @@ def write_plan(
             "model": inputs.scorer,
         }
         path = templates / SCORING_FOLDER / f"{scorer}.yaml"
-        path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_dir(path.parent)
         atomic_write_text(path, yaml.safe_dump(record, sort_keys=False))
     overrides = {"one_sided_w": True, **_rewriter_override(inputs)}
     datasets = {}

@@ -21,6 +21,7 @@ from typing import Any
 from rate.attributes import Attribute
 from rate.effects.estimators import ESTIMANDS, ESTIMATORS, estimator
 from rate.filesets import write_set
+from rate.fs import ensure_dir
 from rate.records import REWRITE, REWRITTEN
 from rate.results.values import interval, level, num, rate_key, success_counts, value
 from rate.stats import benjamini_hochberg, holm
@@ -216,5 +217,5 @@ def write_profile(
         "attributes": rows,
         "left_out": left_out,
     }
-    out.mkdir(parents=True, exist_ok=True)
+    ensure_dir(out)
     return write_set(out / "profile.json", whole, members)

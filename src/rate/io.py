@@ -8,7 +8,9 @@ the old file or the complete new one, never half a file.
 from __future__ import annotations
 
 import contextlib
+import csv
 import errno
+import io
 import json
 import logging
 import math
@@ -17,7 +19,7 @@ import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -323,3 +325,14 @@ def read_json(path: PathLike) -> Any:
         ) from None
     except RecursionError:
         raise DataFileError(f"{p}: {_TOO_DEEP}") from None
+
+
+def csv_text(rows: list[dict], columns: Sequence[str]) -> str:
+    """``rows`` as CSV with ``columns`` in that order, at full precision; a missing value (None
+    or no key) is an empty cell."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({c: "" if r.get(c) is None else r[c] for c in columns})
+    return buf.getvalue()

@@ -12,8 +12,6 @@ raw estimate and its SE (:func:`rate.sweep.report.p_value`, the sweep's test).
 
 from __future__ import annotations
 
-import csv
-import io
 import logging
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from rate.attributes import Attribute
 from rate.effects.estimators import ESTIMANDS, ESTIMATORS, estimator
 from rate.filesets import write_set
 from rate.fs import ensure_dir
+from rate.io import csv_text
 from rate.records import REWRITE, REWRITTEN
 from rate.results.values import interval, level, num, rate_key, success_counts, value
 from rate.stats import benjamini_hochberg, holm
@@ -180,15 +179,6 @@ def markdown(
     return "\n".join(lines) + "\n"
 
 
-def csv_text(rows: list[dict]) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for r in rows:
-        writer.writerow({k: "" if r[k] is None else r[k] for k in COLUMNS})
-    return buf.getvalue()
-
-
 def write_profile(
     out: Path, record: dict, rows: list[dict], left_out: dict[str, str], effects: list[dict]
 ) -> list[Path]:
@@ -203,7 +193,7 @@ def write_profile(
     fig = forest_figure(rows, title, lvl, FDR)
     members = {
         out / "profile.md": markdown(title, rows, left_out, lvl, record.get("group_by")).encode(),
-        out / "profile.csv": csv_text(rows).encode(),
+        out / "profile.csv": csv_text(rows, COLUMNS).encode(),
         out / "profile.png": figure_bytes(fig, "png"),
     }
     fig.clear()

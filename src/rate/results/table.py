@@ -19,9 +19,7 @@ DataFrame), all take it as it is.
 
 from __future__ import annotations
 
-import csv
 import fnmatch
-import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +27,7 @@ from typing import Any
 
 from rate.effects.estimators import ESTIMANDS, ESTIMATORS, METHODS, Estimator, beyond_se
 from rate.errors import ConfigError, DataFileError
-from rate.io import json_text, read_json
+from rate.io import csv_text, json_text, read_json
 from rate.results import FORMATS
 from rate.results.values import (
     NO_SCORE_CHANGE,
@@ -291,12 +289,7 @@ def to_markdown(rows: list[dict]) -> str:
 
 def to_csv(rows: list[dict]) -> str:
     """The rows as CSV at full precision; a missing value is an empty cell."""
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for r in rows:
-        writer.writerow({c: "" if r[c] is None else r[c] for c in COLUMNS})
-    return buf.getvalue()
+    return csv_text(rows, COLUMNS)
 
 
 def to_json(rows: list[dict]) -> str:

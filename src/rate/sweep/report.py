@@ -12,15 +12,13 @@ reader picks one before looking.
 
 from __future__ import annotations
 
-import csv
-import io
 import logging
 from collections.abc import Sequence
 from pathlib import Path
 from statistics import NormalDist
 
 from rate.effects.estimators import FLAG_SE, beyond_se, estimator
-from rate.io import atomic_directory, json_text, read_json
+from rate.io import atomic_directory, csv_text, json_text, read_json
 from rate.plots.figures import effects_figure, figure_bytes
 from rate.results.values import ALL_SD, interval, num, rate_key, truth, units, value
 from rate.stats import benjamini_hochberg, holm
@@ -162,15 +160,6 @@ def markdown(name: str, rows: list[dict], missing: list[str], level: float) -> s
     return "\n".join(lines) + "\n"
 
 
-def _csv(rows: list[dict]) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for r in rows:
-        writer.writerow({k: "" if v is None else v for k, v in r.items()})
-    return buf.getvalue()
-
-
 def write_report(
     sweep, cells: list[tuple], missing: list[str], folder: Path, formats: Sequence[str]
 ) -> list[Path]:
@@ -183,7 +172,7 @@ def write_report(
     names = []
     with atomic_directory(folder, overwrite=True) as tmp:
         (tmp / "ranked.md").write_text(markdown(sweep.name, rows, missing, level))
-        (tmp / "ranked.csv").write_text(_csv(rows))
+        (tmp / "ranked.csv").write_text(csv_text(rows, COLUMNS))
         record = {
             "sweep": sweep.name,
             "grid": str(sweep.path),

@@ -117,7 +117,7 @@ def render_profile(r: dict, date: str | None) -> list[str]:
         "end to end. Interleaved: the profile, the separate runs, the profile again (a fresh "
         "project each time); the profile's times are the mean of its two runs "
         f"({r['profile_wall_s']['before']:.0f} s before, {r['profile_wall_s']['after']:.0f} s "
-        "after, end to end: the machine's load changed between them). Texts computed: texts "
+        "after, end to end). Texts computed: texts "
         "scored less those the score cache gave (the scored files' records).",
         "",
         "| what | one profile | separate runs | ratio |",

@@ -4,8 +4,7 @@
 
 Trains the world's reward model shape on 12,000 random rows (labels random: only the time
 is of interest) for EPOCHS epochs (3), each route in turn, ROUNDS times (3), in one process,
-and prints each run's seconds and last training loss. RL takes torch's path on Intel CPUs
-(``tinyworld.kernels.rl_linear_route``); this is the measurement that left SFT and the
+and prints each run's seconds and last training loss: the measurement that left SFT and the
 reward model on the route they had (experiments/RESULTS.md at commit 825f898, "Faster RL on
 an Intel CPU").
 The losses differ in the last bits between routes: another route trains another model.
@@ -39,7 +38,7 @@ def main(epochs: int = 3, rounds: int = 3) -> None:
                 )
                 print(
                     f"round {r}: {name:6s} {time.perf_counter() - start:6.2f} s, "
-                    f"last loss {history[-1]['mse']:.10f} (CPU: {kernels.cpu_vendor()})",
+                    f"last loss {history[-1]['mse']:.10f} (CPU: {kernels.cpu_description()})",
                     flush=True,
                 )
     finally:

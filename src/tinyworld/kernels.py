@@ -7,10 +7,6 @@
   input's as a linear layer of the transposed weight, the weight's in whichever order of the
   two transposed operands is faster for the shape, equal to torch's up to the order of a sum
   over the rows (~1e-6 relative). Small inputs stay on torch's path, as fast there.
-* **RL on Intel CPUs takes torch's path** (:func:`rl_linear_route`): there oneDNN copies the
-  weight gradient's transposed operands where MKL reads them in place. SFT and the reward
-  model keep the route they had: a different route changes a model's last bits, and over 40
-  epochs those make another draw of the world.
 * **Attention weights** are a softmax over 13-14 keys, padded to 16 first (see
   :func:`attention_weights`).
 
@@ -73,42 +69,12 @@ def cpu_description(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     return f"{name} (family {family}, model {model})" if family and model else name
 
 
-def cpu_vendor(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
-    """The CPU's vendor id (``GenuineIntel``, ``AuthenticAMD``, ...), or None."""
-    return cpuinfo_field("vendor_id", cpuinfo)
-
-
-def onednn_preferred(vendor: str | None) -> bool:
-    """Whether RL's linear layers should go to oneDNN on a CPU of this vendor: not on
-    Intel's, where MKL's own AVX-512 kernels serve torch's path (see the module's docstring)."""
-    return vendor != "GenuineIntel"
-
-
 _ONEDNN_LINEAR = _onednn_linear_op()
-
-# Whether RL's linear layers take torch's path. Fixed per CPU, not by a timing taken at
-# start-up, so that the same machine always takes the same kernels (the benchmark of the two
-# routes sets it).
-RL_ON_TORCH = not onednn_preferred(cpu_vendor())
 
 
 def onednn_available() -> bool:
     """Whether linear layers of enough rows go to oneDNN here and now."""
     return _ONEDNN_LINEAR is not None
-
-
-@contextmanager
-def rl_linear_route() -> Iterator[None]:
-    """RL's route for linear layers, for the whole process while inside: torch's path where
-    :data:`RL_ON_TORCH` (Intel CPUs), else as it was. The route before is restored after."""
-    global _ONEDNN_LINEAR
-    before = _ONEDNN_LINEAR
-    if RL_ON_TORCH:
-        _ONEDNN_LINEAR = None
-    try:
-        yield
-    finally:
-        _ONEDNN_LINEAR = before
 
 
 class _OneDNNLinear(torch.autograd.Function):
@@ -256,8 +222,7 @@ def weight_gradients_beside() -> Iterator[Callable[[], None]]:
     ``.grad`` from the other thread at the same time), both checked as the backward pass runs
     (:class:`WeightGradients`), with its ``.grad`` already there and zeroed before
     ``backward()``. A weight without a ``.grad`` gets its gradient in the backward pass, as
-    outside. Where oneDNN is not used this does nothing. For the whole process while inside,
-    as :func:`rl_linear_route`.
+    outside. Where oneDNN is not used this does nothing. For the whole process while inside.
     """
     global _WEIGHT_GRADIENTS
     if _ONEDNN_LINEAR is None or _WEIGHT_GRADIENTS is not None:  # nothing to do, or nested
@@ -313,15 +278,11 @@ def attention_weights(scores: torch.Tensor) -> torch.Tensor:
 
 __all__ = [
     "ONEDNN_MIN_ROWS",
-    "RL_ON_TORCH",
     "attention_weights",
     "cpu_description",
     "cpuinfo_field",
-    "cpu_vendor",
     "linear",
     "onednn_available",
-    "onednn_preferred",
-    "rl_linear_route",
     "weight_gradients_beside",
     "WeightGradients",
     "WeightSharedError",

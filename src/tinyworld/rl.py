@@ -8,7 +8,6 @@ against the prompt's group mean and step Adam on ``-mean(advantage * sum_t log p
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import shutil
@@ -26,9 +25,7 @@ from rate.progress import progress
 from rate.provenance import folder_lock
 from rate.schema import to_dict
 from tinyworld.data import PromptPool
-from tinyworld.kernels import rl_linear_route
 from tinyworld.models import check_finite, save_model
-from tinyworld.optim import flat_parameters
 from tinyworld.rl_config import RLConfig, RLInputs, apply_reward_wrapper, prepare
 from tinyworld.sampling import response_logprobs, sample, sample_without_cache, score
 from tinyworld.vocab import FAMILIES, decode_responses
@@ -38,23 +35,19 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class SpeedDevices:
-    """The loop's speed devices, all on in every run; ``benchmarks.rl`` runs the same loop with
-    each off in turn, so that what each buys is measured (BENCHMARKS.md), not assumed. None
-    changes what a step computes, only how fast.
+    """The loop's speed devices, both on in every run; ``benchmarks.rl`` runs the same loop
+    with each off in turn, so that what each buys is measured (experiments/rl_speed), not
+    assumed. Neither changes what a step computes beyond float rounding, only how fast.
 
     - ``kv_cache``: sampling keeps each token's keys and values instead of re-running the
       prefix for every token (:func:`~tinyworld.sampling.sample`).
     - ``shared_prompts``: each prompt is encoded once for all its samples, in sampling and in
-      the teacher-forced passes, instead of once per sample.
-    - ``linear_route``: linear layers take RL's route (:func:`~tinyworld.kernels.rl_linear_route`).
-    - ``flat_adam``: the policy's parameters are views of one tensor, so Adam, the gradient norm
-      and its clipping are one fused kernel each (:func:`~tinyworld.optim.flat_parameters`).
+      the teacher-forced passes (:func:`~tinyworld.sampling.response_logprobs`), instead of
+      once per sample.
     """
 
     kv_cache: bool = True
     shared_prompts: bool = True
-    linear_route: bool = True
-    flat_adam: bool = True
 
 
 ALL_ON = SpeedDevices()
@@ -122,11 +115,10 @@ def train_rl(
 ) -> dict:
     """Run RL and write run_config.json, log.jsonl and checkpoint/ (plus checkpoints/ if asked).
 
-    Each prompt is encoded once for all its samples, in sampling (a key/value cache) and in the
-    teacher-forced passes (see :meth:`Policy.response_logits`); ``benchmarks.rl`` holds the
-    published trainer that this is measured against. torch runs on one intra-op thread, so a
-    run's numbers are the same alone, in a worker or beside other runs; linear layers take
-    RL's route (:func:`tinyworld.kernels.rl_linear_route`).
+    Sampling keeps a key/value cache and each prompt is encoded once for all its samples
+    (:class:`SpeedDevices`); ``benchmarks.rl`` holds the published trainer that this is
+    measured against. torch runs on one intra-op thread, so a run's numbers are the same
+    alone, in a worker or beside other runs.
     """
     out = Path(out)
     config.validate("the RL config")  # again, for a config built in Python, not read
@@ -140,8 +132,7 @@ def train_rl(
     with folder_lock(out.parent, busy, name=run_lock_name(out)):
         _refuse_finished(out, overwrite)  # again: it may have finished while this one loaded
         ensure_dir(out)
-        route = rl_linear_route() if devices.linear_route else contextlib.nullcontext()
-        with single_thread(), route:
+        with single_thread():
             return _train(config, inputs, world, out, devices)
 
 
@@ -155,17 +146,13 @@ def _refuse_finished(out: Path, overwrite: bool) -> None:
         raise RateError(f"{out} already holds a run; choose another --out or pass --overwrite")
 
 
-def start_training(
-    inputs: RLInputs, config: RLConfig, devices: SpeedDevices = ALL_ON
-) -> torch.optim.Optimizer:
+def start_training(inputs: RLInputs, config: RLConfig) -> torch.optim.Optimizer:
     """Freeze the reference and the reward model and put the policy in training mode.
-    -> Adam over the policy's flat parameter (:func:`flat_parameters`), or over its tensors."""
+    -> Adam over the policy's parameters."""
     for p in (*inputs.reference.parameters(), *inputs.reward_model.parameters()):
         p.requires_grad_(False)
     inputs.policy.train()
-    if not devices.flat_adam:
-        return torch.optim.Adam(inputs.policy.parameters(), lr=config.lr)
-    return torch.optim.Adam([flat_parameters(inputs.policy)], lr=config.lr, fused=True)
+    return torch.optim.Adam(inputs.policy.parameters(), lr=config.lr)
 
 
 # What each log line holds of a step (SPEC B.4), after its number and before the time.
@@ -205,10 +192,9 @@ def rl_step(
     kl = (logp.detach() - ref_logp).sum(-1)  # (B*k,)
     shaped, advantage = shaped_advantages(reward, kl, config.kl_coef, k)
     loss = -(advantage * logp.sum(-1)).mean()
-    # Zeroed in place, never freed: a flat parameter's tensors' gradients are views of its own.
-    opt.zero_grad(set_to_none=False)
+    opt.zero_grad()
     loss.backward()
-    torch.nn.utils.clip_grad_norm_(opt.param_groups[0]["params"], config.max_grad_norm)
+    torch.nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm)
     opt.step()
     return {
         "proxy_reward": proxy,
@@ -239,7 +225,7 @@ def _train(
     run_config = {**to_dict(config), "world": os.path.relpath(Path(world).resolve(), out.resolve())}
     atomic_write_json(out / "run_config.json", run_config)
 
-    opt = start_training(inputs, config, devices)
+    opt = start_training(inputs, config)
     sampler = PromptSampler(inputs.pool, inputs.family_probs)
     start = time.perf_counter()
     last: dict = {}

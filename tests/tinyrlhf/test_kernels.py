@@ -1,6 +1,6 @@
-"""The RL step's speed-ups against plain torch: oneDNN linear layers, padded attention
-softmax, the C heap's settings, one flat parameter for Adam, training on one thread, and
-weight gradients on a second."""
+"""The world's kernels against plain torch: oneDNN linear layers, padded attention softmax,
+the C heap's settings, one flat parameter for Adam (SFT and the reward model's training),
+training on one thread, and weight gradients on a second."""
 
 from __future__ import annotations
 
@@ -18,15 +18,13 @@ from tinyworld import kernels
 from tinyworld.kernels import (
     ONEDNN_MIN_ROWS,
     attention_weights,
-    cpu_vendor,
     linear,
     onednn_available,
-    onednn_preferred,
-    rl_linear_route,
     weight_gradients_beside,
 )
+from tinyworld.optim import flat_parameters
 from tinyworld.policy import Policy
-from tinyworld.rl import flat_parameters, train_rl
+from tinyworld.rl import train_rl
 from tinyworld.rl_config import load_rl_config
 from tinyworld.vocab import N_SYLLABLES, PROMPT_LEN, RESPONSE_LEN, VOCAB_SIZE
 
@@ -42,35 +40,11 @@ def onednn_route(monkeypatch):
     return op
 
 
-def test_rl_takes_torchs_path_on_intel_cpus_and_the_rest_keeps_onednn():
-    assert kernels.RL_ON_TORCH is not onednn_preferred(cpu_vendor())
-    assert not onednn_preferred("GenuineIntel")  # MKL's own AVX-512 kernels serve torch's path
-    assert onednn_preferred("AuthenticAMD")
-    assert onednn_preferred(None)  # a system that does not say: the route as it was
-    # Outside RL (SFT, the reward model's training, scoring) the route is oneDNN's wherever
-    # this torch has it, whatever the CPU: another route would make another world.
-    assert onednn_available() == (kernels._onednn_linear_op() is not None)
-
-
-@pytest.mark.parametrize("on_torch", [True, False])
-def test_rl_linear_route_switches_for_its_span_and_restores(monkeypatch, on_torch):
-    monkeypatch.setattr(kernels, "RL_ON_TORCH", on_torch)
-    before = kernels._ONEDNN_LINEAR
-    x, w = torch.randn(ONEDNN_MIN_ROWS, 8), torch.randn(4, 8)
-    with rl_linear_route():
-        assert onednn_available() == (not on_torch and before is not None)
-        torch.testing.assert_close(linear(x, w, None), F.linear(x, w), rtol=1e-5, atol=1e-5)
-    assert kernels._ONEDNN_LINEAR is before
-    with pytest.raises(ZeroDivisionError), rl_linear_route():
-        1 / 0  # noqa: B018
-    assert kernels._ONEDNN_LINEAR is before  # restored after an error too
-
-
-@pytest.mark.parametrize("on_torch", [True, False])
-def test_an_rl_run_trains_on_rls_linear_route(small_world, tmp_path, monkeypatch, on_torch):
+def test_an_rl_run_takes_the_linear_route_of_the_rest(small_world, tmp_path, monkeypatch):
+    # RL once took torch's path on Intel CPUs; that route bought under 15% on its own
+    # (experiments/rl_speed/README.md), so RL's linear layers now go where everything else's go.
     from tinyworld import rl
 
-    monkeypatch.setattr(kernels, "RL_ON_TORCH", on_torch)
     seen = []
     real_sample = rl.sample
 
@@ -82,17 +56,17 @@ def test_an_rl_run_trains_on_rls_linear_route(small_world, tmp_path, monkeypatch
     config = load_rl_config(small_world / "configs" / "default.json", ["steps=2", "log_every=1"])
     before = kernels._ONEDNN_LINEAR
     train_rl(config, small_world, tmp_path / "run")
-    assert seen == [not on_torch and before is not None] * 2
+    assert seen == [before is not None] * 2
     assert kernels._ONEDNN_LINEAR is before
 
 
-def test_cpu_vendor_reads_proc_cpuinfo(tmp_path):
+def test_cpuinfo_field_reads_proc_cpuinfo(tmp_path):
     info = tmp_path / "cpuinfo"
     info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\n")
-    assert cpu_vendor(info) == "AuthenticAMD"
+    assert kernels.cpuinfo_field("vendor_id", info) == "AuthenticAMD"
     info.write_text("processor\t: 0\nmodel name\t: some arm core\n")  # no vendor line
-    assert cpu_vendor(info) is None
-    assert cpu_vendor(tmp_path / "missing") is None
+    assert kernels.cpuinfo_field("vendor_id", info) is None
+    assert kernels.cpuinfo_field("vendor_id", tmp_path / "missing") is None
     info.write_text("vendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Processor\n")
     assert kernels.cpuinfo_field("model name", info) == "Intel(R) Xeon(R) Processor"
     assert kernels.cpuinfo_field("flags", info) is None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -11,9 +10,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tinyworld.blocks import Block, SelfAttention
+from tinyworld.blocks import Block
 from tinyworld.kernels import attention_weights, linear
-from tinyworld.vocab import N_SYLLABLES, PROMPT_LEN, RESPONSE_LEN, SEQ_LEN, VOCAB_SIZE
+from tinyworld.vocab import N_SYLLABLES, PROMPT_LEN, SEQ_LEN, VOCAB_SIZE
 
 
 @dataclass(frozen=True)
@@ -32,24 +31,6 @@ class PolicyConfig:
 def causal_mask(size: int) -> torch.Tensor:
     """(size, size) additive mask: position i sees positions <= i."""
     return torch.full((size, size), float("-inf")).triu(1)
-
-
-@functools.lru_cache(maxsize=16)
-def shared_prefix_rows(n_prompts: int, repeats: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The row layout of :meth:`Policy.response_logits` with shared prompts.
-
-    Rows are the n_prompts x 6 prompt tokens, then the n_prompts x repeats x 7 response tokens
-    that are inputs (a response's last token never is). -> each row's position (N,), and for
-    each response and position the row whose output predicts it (n_prompts x repeats x 8,).
-    Cached: never modify the tensors returned.
-    """
-    # Built outside inference mode even when first asked for inside it: autograd saves them.
-    with torch.inference_mode(False):
-        P, R, B = PROMPT_LEN, RESPONSE_LEN - 1, n_prompts * repeats
-        positions = torch.cat([torch.arange(P).repeat(n_prompts), torch.arange(P, P + R).repeat(B)])
-        first = (torch.arange(B) // repeats) * P + P - 1  # the prompt's last token
-        rest = n_prompts * P + torch.arange(B)[:, None] * R + torch.arange(R)[None, :]
-        return positions, torch.cat([first[:, None], rest], dim=1).reshape(-1)
 
 
 class Policy(nn.Module):
@@ -86,55 +67,11 @@ class Policy(nn.Module):
         """Logits (B, T, n_out) for the causal sequences ``idx`` (B, T) at positions 0..T-1."""
         return self.logits(self.hidden(idx))
 
-    def response_logits(
-        self, prompts: torch.Tensor, responses: torch.Tensor, repeats: int = 1
-    ) -> torch.Tensor:
-        """Teacher-forced logits for each response position, shape (B, RESPONSE_LEN, n_out).
-
-        ``prompts`` (U, 6) holds each distinct prompt once and ``responses`` (U * repeats, 8)
-        its ``repeats`` responses, ordered prompt by prompt. With ``repeats`` > 1 the prompt is
-        encoded once for all of them: its rows' keys and values serve each response's queries.
-        """
-        U = prompts.shape[0]
-        assert responses.shape == (U * repeats, RESPONSE_LEN), (
-            f"expected ({U * repeats}, {RESPONSE_LEN}) responses for {U} prompts x {repeats}, "
-            f"got {tuple(responses.shape)}"
-        )
-        if repeats == 1:
-            x = self.hidden(torch.cat([prompts, responses[:, :-1]], dim=1))
-            return self.logits(x[:, PROMPT_LEN - 1 :])
-        positions, predicts = shared_prefix_rows(U, repeats)
-        tokens = torch.cat([prompts.reshape(-1), responses[:, :-1].reshape(-1)])  # (N,)
-        x = F.embedding(tokens, self.tok_emb.weight) + F.embedding(positions, self.pos_emb.weight)
-        for block in self.blocks:
-            y = self.shared_prefix_attention(block.attn, block.ln(block.ln1, x), U, repeats)
-            x = block.feed_forward(x + block.attn.project(y))
-        return self.logits(x.index_select(0, predicts).view(U * repeats, RESPONSE_LEN, -1))
-
-    def shared_prefix_attention(
-        self, attn: SelfAttention, h: torch.Tensor, n_prompts: int, repeats: int
-    ) -> torch.Tensor:
-        """Attention over the rows of :func:`shared_prefix_rows` (N, C): a prompt row sees the
-        prompt's earlier rows, a response row the whole prompt and its own earlier rows. Before
-        the output projection. -> (N, C)"""
-        U, k, P, R = n_prompts, repeats, PROMPT_LEN, RESPONSE_LEN - 1
-        N, C = h.shape
-        H, D = attn.n_head, C // attn.n_head
-        # split/unbind rather than slices: their backward joins the pieces instead of filling
-        # a zero tensor of the whole for each slice.
-        qkv_prompt, qkv_own = linear(h, attn.qkv.weight, attn.qkv.bias).split([U * P, U * k * R])
-        prompt = (
-            qkv_prompt.view(U, P, 3, H, D).permute(2, 0, 3, 1, 4).contiguous()
-        )  # (3, U, H, P, D)
-        q, kp, vp = prompt
-        y_prompt = attn.mix(q, kp, vp, self.causal[:P, :P])  # (U, P, C)
-        q_own, kv_own = qkv_own.view(U, k, R, 3, H, D).permute(3, 0, 1, 4, 2, 5).split([1, 2])
-        # Each response's keys and values: its prompt's (shared, copied k times), then its own.
-        kv = torch.cat([prompt[1:].unsqueeze(2).expand(2, U, k, H, P, D), kv_own], dim=4)
-        k_all, v_all = kv.view(2, U * k, H, P + R, D)
-        mask = self.causal[P : P + R, : P + R]  # the whole prompt, then causal over its own
-        y_own = attn.mix(q_own.view(U * k, H, R, D), k_all, v_all, mask)  # (B, R, C)
-        return torch.cat([y_prompt.reshape(U * P, C), y_own.reshape(U * k * R, C)])
+    def response_logits(self, prompts: torch.Tensor, responses: torch.Tensor) -> torch.Tensor:
+        """Teacher-forced logits for each response position, shape (B, RESPONSE_LEN, n_out),
+        of prompts (B, 6) and responses (B, 8)."""
+        x = self.hidden(torch.cat([prompts, responses[:, :-1]], dim=1))
+        return self.logits(x[:, PROMPT_LEN - 1 :])
 
 
 class LayerTensors(NamedTuple):

@@ -35,19 +35,16 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class SpeedDevices:
-    """The loop's speed devices, both on in every run; ``benchmarks.rl`` runs the same loop
-    with each off in turn, so that what each buys is measured (experiments/rl_speed), not
-    assumed. Neither changes what a step computes beyond float rounding, only how fast.
+    """The loop's speed device, on in every run; ``benchmarks.rl`` runs the same loop with it
+    off, so that what it buys is measured (experiments/rl_speed), not assumed. It changes what
+    a step computes only by float rounding, only how fast.
 
-    - ``kv_cache``: sampling keeps each token's keys and values instead of re-running the
-      prefix for every token (:func:`~tinyworld.sampling.sample`).
-    - ``shared_prompts``: each prompt is encoded once for all its samples, in sampling and in
-      the teacher-forced passes (:func:`~tinyworld.sampling.response_logprobs`), instead of
-      once per sample.
+    - ``kv_cache``: sampling keeps each token's keys and values, and each prompt's for all its
+      samples, instead of re-running the prefix for every token
+      (:func:`~tinyworld.sampling.sample`).
     """
 
     kv_cache: bool = True
-    shared_prompts: bool = True
 
 
 ALL_ON = SpeedDevices()
@@ -115,8 +112,7 @@ def train_rl(
 ) -> dict:
     """Run RL and write run_config.json, log.jsonl and checkpoint/ (plus checkpoints/ if asked).
 
-    Sampling keeps a key/value cache and each prompt is encoded once for all its samples
-    (:class:`SpeedDevices`); ``benchmarks.rl`` holds the published trainer that this is
+    Sampling keeps a key/value cache (:class:`SpeedDevices`); ``benchmarks.rl`` holds the published trainer that this is
     measured against. torch runs on one intra-op thread, so a run's numbers are the same
     alone, in a worker or beside other runs.
     """
@@ -148,11 +144,13 @@ def _refuse_finished(out: Path, overwrite: bool) -> None:
 
 def start_training(inputs: RLInputs, config: RLConfig) -> torch.optim.Optimizer:
     """Freeze the reference and the reward model and put the policy in training mode.
-    -> Adam over the policy's parameters."""
+    -> Adam over the policy's parameters, fused: one kernel for all its tensors, which also
+    carries an lr near float32's limit into the weights (caught by the finite check) where
+    torch's per-tensor path raises."""
     for p in (*inputs.reference.parameters(), *inputs.reward_model.parameters()):
         p.requires_grad_(False)
     inputs.policy.train()
-    return torch.optim.Adam(inputs.policy.parameters(), lr=config.lr)
+    return torch.optim.Adam(inputs.policy.parameters(), lr=config.lr, fused=True)
 
 
 # What each log line holds of a step (SPEC B.4), after its number and before the time.
@@ -170,19 +168,17 @@ def rl_step(
     """One REINFORCE step on the prompts ``idx``: sample, score, shape with the KL, step.
     -> the step's tensors that the log reads."""
     policy, k = inputs.policy, config.samples_per_prompt
-    prompts = inputs.pool.tokens[idx]  # (B, 6); its k samples follow each other
-    each = prompts.repeat_interleave(k, dim=0)  # (B*k, 6): a prompt per sample
-    # Without shared prompts, every sample's prompt is encoded on its own (k = 1 per row).
-    shared, k_shared = (prompts, k) if devices.shared_prompts else (each, 1)
+    prompts = inputs.pool.tokens[idx]  # (B, 6)
+    each = prompts.repeat_interleave(k, dim=0)  # (B*k, 6): a prompt per sample, k in a row
     if devices.kv_cache:
-        samples = sample(policy, shared, config.temperature, gen, k_shared)
+        samples = sample(policy, prompts, config.temperature, gen, repeats=k)
     else:
         samples = sample_without_cache(policy, each, config.temperature, gen)
     responses = samples.responses  # (B*k, 8)
     with torch.inference_mode():
         proxy = score(inputs.reward_model, each, responses)
-        ref_logp = response_logprobs(inputs.reference, shared, responses, k_shared)  # (B*k, 8)
-    logp = response_logprobs(policy, shared, responses, repeats=k_shared)  # with grad
+        ref_logp = response_logprobs(inputs.reference, each, responses)  # (B*k, 8)
+    logp = response_logprobs(policy, each, responses)  # with grad
     reward = proxy  # (B*k,)
     if inputs.wrapper is not None:
         records = [inputs.pool.records[i] for i in idx.repeat_interleave(k).tolist()]

@@ -124,15 +124,11 @@ def sample_without_cache(
 
 
 def response_logprobs(
-    policy: Policy, prompts: torch.Tensor, responses: torch.Tensor, repeats: int = 1
+    policy: Policy, prompts: torch.Tensor, responses: torch.Tensor
 ) -> torch.Tensor:
-    """Per-token log pi(y_t | x, y_<t) at temperature 1, shape (B, RESPONSE_LEN); keeps grad.
-
-    With ``repeats`` > 1, ``prompts`` holds each distinct prompt once and ``responses`` holds
-    ``repeats`` responses per prompt (ordered prompt by prompt); the prompt is encoded once
-    for all of them (:meth:`Policy.response_logits`), which saves ~40% of the work in RL.
-    """
-    logits = policy.response_logits(prompts, responses, repeats)
+    """Per-token log pi(y_t | x, y_<t) at temperature 1 of prompts (B, 6) and responses (B, 8),
+    shape (B, RESPONSE_LEN); keeps grad."""
+    logits = policy.response_logits(prompts, responses)
     return F.log_softmax(logits, dim=-1).gather(2, responses.unsqueeze(-1)).squeeze(-1)
 
 

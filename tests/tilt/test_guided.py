@@ -64,7 +64,7 @@ def test_the_tilted_sampler_reports_exact_log_probabilities_for_every_rung():
         policy, prompts, bias, 0.5, ladder, torch.Generator().manual_seed(3)
     )
     with torch.no_grad():
-        logits = policy.response_logits(prompts, responses, 1).double()
+        logits = policy.response_logits(prompts, responses).double()
         exact_ref = response_logprobs(policy, prompts, responses).sum(-1).double().numpy()
     assert lp_ref == pytest.approx(exact_ref, abs=1e-4)
     assert lp_ladder[0] == pytest.approx(lp_ref, abs=1e-9)  # lambda 0 is the reference

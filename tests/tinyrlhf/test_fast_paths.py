@@ -1,5 +1,5 @@
-"""The fast paths against plain computations: shared-prefix teacher forcing, the key/value
-cache, the reward model's first-layer table, Gumbel-max draws, and the benchmark's contenders.
+"""The fast paths against plain computations: the key/value cache, the reward model's
+first-layer table, Gumbel-max draws, and the benchmark's contenders.
 
 The plain references are the published trainer's modules (``nn.TransformerEncoder`` blocks,
 loaded with the same weights), which share no code with ours.
@@ -58,31 +58,15 @@ def trained_like(model: torch.nn.Module, seed: int) -> torch.nn.Module:
     return model
 
 
-@pytest.mark.parametrize("repeats", [1, 3, 8])
-def test_policy_logprobs_equal_the_plain_transformer(repeats):
+def test_policy_logprobs_equal_the_plain_transformer():
     torch.manual_seed(0)
     pol = trained_like(Policy(), 1)
     p = prompts(5)
-    r = torch.randint(0, N_SYLLABLES, (5 * repeats, RESPONSE_LEN))
-    ours = response_logprobs(pol, p, r, repeats=repeats)
-    plain = anchor_logprobs(AnchorPolicy(pol), torch.cat([p.repeat_interleave(repeats, 0), r], 1))
-    assert ours.shape == (5 * repeats, RESPONSE_LEN)
+    r = torch.randint(0, N_SYLLABLES, (5, RESPONSE_LEN))
+    ours = response_logprobs(pol, p, r)
+    plain = anchor_logprobs(AnchorPolicy(pol), torch.cat([p, r], 1))
+    assert ours.shape == (5, RESPONSE_LEN)
     assert torch.allclose(ours, plain, atol=1e-5), (ours - plain).abs().max()
-
-
-def test_shared_prefix_gradients_equal_repeated_prompts():
-    torch.manual_seed(1)
-    pol = trained_like(Policy(), 2)
-    p = prompts(4)
-    r = torch.randint(0, N_SYLLABLES, (16, RESPONSE_LEN))
-    weights = torch.randn(16, RESPONSE_LEN)
-    grads = []
-    for prompt_rows, repeats in ((p, 4), (p.repeat_interleave(4, 0), 1)):
-        pol.zero_grad()
-        (response_logprobs(pol, prompt_rows, r, repeats=repeats) * weights).sum().backward()
-        grads.append({n: q.grad.clone() for n, q in pol.named_parameters()})
-    for name in grads[0]:
-        assert torch.allclose(grads[0][name], grads[1][name], rtol=1e-4, atol=1e-4), name
 
 
 @pytest.mark.parametrize("batch", [8, 128])  # below and above the (position, token) table's use
@@ -123,7 +107,7 @@ def test_cached_sampling_with_repeats_equals_the_plain_loop(temperature):
     assert torch.equal(cached.responses, plain.responses)
     assert torch.allclose(cached.logprobs, plain.logprobs, atol=1e-5)
     assert torch.allclose(cached.entropy, plain.entropy, atol=1e-5)
-    teacher = response_logprobs(pol, p, cached.responses, repeats=4)
+    teacher = response_logprobs(pol, p.repeat_interleave(4, 0), cached.responses)
     assert torch.allclose(cached.logprobs, teacher, atol=1e-5)
 
 

@@ -81,16 +81,6 @@ def test_cache_and_plain_loop_draw_the_same_samples():
     assert torch.allclose(a.logprobs, b.logprobs, atol=1e-5)
 
 
-def test_shared_prefix_logprobs_equal_repeated_prompts():
-    torch.manual_seed(3)
-    pol = Policy()
-    p = prompts(5)
-    r = torch.randint(0, 24, (15, RESPONSE_LEN))
-    full = response_logprobs(pol, p.repeat_interleave(3, 0), r)
-    shared = response_logprobs(pol, p, r, repeats=3)
-    assert torch.allclose(full, shared, atol=1e-5)
-
-
 def test_low_temperature_is_nearly_greedy():
     torch.manual_seed(4)
     pol = Policy()

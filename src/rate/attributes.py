@@ -52,6 +52,9 @@ class Attribute:
     name: str
     literature: str  # where reward models were found to react to it
     note: str = ""  # what a user should know (e.g. why there is no offline rewriter)
+    # Offline rules that exist but miss the 90% bar (the file names an LLM): `rate profile
+    # --rewriter rules` uses them only for an attribute named on its own, never for `all`.
+    weak_rules: dict[str, str] | None = None
 
     def file(self) -> Path:
         """The attribute's file: the first template root that has it."""
@@ -91,6 +94,7 @@ CATALOGUE: dict[str, Attribute] = {
             "LLM rewriter: W is read by VADER, and the rules_en antonym rules reach its other "
             "side in under 90% of texts (rewriter: {backend: rules_en, attribute: sentiment} "
             "uses them anyway)",
+            weak_rules={"backend": OFFLINE_BACKEND, "attribute": "sentiment"},
         ),
         Attribute("structure", f"{_RM_BENCH}: markdown style; {_FFF}: structure"),
         Attribute("sycophancy", f"{_FFF}: sycophancy"),

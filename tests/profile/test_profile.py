@@ -142,7 +142,7 @@ def test_profile_killed_midway_rerun_and_changed_data(tmp_path):
         (["--data", "{tmp}/missing.jsonl"], r"--data .*missing\.jsonl: no such file"),
         (["--data", "{tmp}/bad.jsonl"], r"bad\.jsonl:2: field 'response' is missing"),
         (["--attributes", "emoji,exclamaton"], r"--attributes: unknown attribute 'exclamaton'"),
-        (["--attributes", "sentiment"], r"--attributes: sentiment has no offline rules"),
+        (["--attributes", "typos"], r"--attributes: typos has no offline rules"),
     ],
 )
 def test_bad_input_stops_before_any_work_with_one_line(tmp_path, change, message):
@@ -155,6 +155,28 @@ def test_bad_input_stops_before_any_work_with_one_line(tmp_path, change, message
     assert out.returncode == 2
     assert len(out.stderr.strip().splitlines()) == 1 and re.search(message, out.stderr)
     assert not (tmp_path / "D").exists() and not (tmp_path / "p" / "sweeps").exists()
+
+
+def test_a_named_attribute_with_weak_rules_is_rewritten_by_them_and_all_leaves_it_out(
+    tmp_path, caplog
+):
+    from rate.catalog import load_dataset_template_file
+    from rate.profile.plan import Inputs, choose_attributes, data_source, write_plan
+
+    everything, left_out = choose_attributes("all", "rules")
+    assert "sentiment" in left_out and "sentiment" not in [a.name for a in everything]
+    with caplog.at_level("WARNING"):
+        chosen, _ = choose_attributes("sentiment,emoji", "rules")
+    assert [a.name for a in chosen] == ["sentiment", "emoji"]
+    assert "sentiment's offline rules reach its other W in under 90%" in caplog.text
+    source, n = data_source(_data(tmp_path / "answers.jsonl"), "prompt", "response")
+    grid = write_plan(Inputs(source, n, "answers", "vader", chosen, {}), tmp_path / "D", True)
+    templates = [load_dataset_template_file(p) for p in (grid.parent / "templates").rglob("*.yaml")]
+    rewriters = {Path(t.includes[-1]).stem: t.rewriter for t in templates}
+    assert rewriters == {
+        "sentiment": {"backend": "rules_en", "attribute": "sentiment"},  # not the file's LLM
+        "emoji": {"backend": "rules_en", "attribute": "emoji"},
+    }
 
 
 def test_a_grid_may_name_a_folder_of_its_own_templates(tmp_path, monkeypatch):

@@ -135,7 +135,7 @@ def check_scorer(scorer: str | None, model: str | None) -> str:
 def choose_attributes(spec: str, rewriter: str) -> tuple[list[Attribute], dict[str, str]]:
     """The attributes ``--attributes`` names that ``rewriter`` can rewrite; with the offline
     rules, an attribute without rules is left out of ``all`` (and said so), and refused when
-    named."""
+    named, unless it has weak rules (:attr:`Attribute.weak_rules`), which a name asks for."""
     try:
         chosen = select_attributes(spec)
     except ConfigError as err:  # an unknown name: say which flag holds it
@@ -148,6 +148,12 @@ def choose_attributes(spec: str, rewriter: str) -> tuple[list[Attribute], dict[s
     kept, left_out = [], {}
     for a in chosen:
         if a.offline_rewriter:
+            kept.append(a)
+        elif named and a.weak_rules:
+            log.warning(
+                "profile: %s's offline rules reach its other W in under 90%% of texts; named, "
+                "so rewritten with them (profile.md gives the rewrite success)", a.name,
+            )  # fmt: skip
             kept.append(a)
         elif named:
             raise ConfigError(
@@ -215,8 +221,11 @@ def write_plan(
     datasets = {}
     for a in inputs.attributes:
         name = dataset_name(a.name, out)
+        own = overrides
+        if inputs.rewriter == RULES and not a.offline_rewriter and a.weak_rules:
+            own = {**overrides, "rewriter": a.weak_rules}
         write_attribute_template(
-            a.name, inputs.source, inputs.n_examples, templates / DATASET_FOLDER, name, overrides
+            a.name, inputs.source, inputs.n_examples, templates / DATASET_FOLDER, name, own
         )
         datasets[name] = {"concept": a.name}
     settings: dict[str, Any] = {"rewrites.smoke_n_examples": min(SMOKE_N, inputs.n_examples)}

@@ -4,9 +4,8 @@
 
 Trains the world's reward model shape on 12,000 random rows (labels random: only the time
 is of interest) for EPOCHS epochs (3), each route in turn, ROUNDS times (3), in one process,
-and prints each run's seconds and last training loss: the measurement that left SFT and the
-reward model on the route they had (experiments/RESULTS.md at commit 825f898, "Faster RL on
-an Intel CPU").
+and prints each run's seconds and last training loss (experiments/rl_speed/README.md, "The
+devices outside the loop").
 The losses differ in the last bits between routes: another route trains another model.
 """
 

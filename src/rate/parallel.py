@@ -3,9 +3,9 @@
 Every trainer of the tiny world runs torch on one thread (``tinyworld.rl.train_rl``:
 with OpenMP's threads sleeping between kernels, a second thread made an RL step slower, not
 faster), so a machine's other cores serve other runs: the RL runs of a world build, the
-release study and the sweep go to a pool of single-threaded processes, one per CPU (two runs
-at once finish in 0.81x the time of the two in turn, ``BENCHMARKS.md``). A job computes the
-same numbers whichever worker runs it and however many there are, because every job runs on
+release study and the sweep go to a pool of single-threaded processes, one per CPU
+(``BENCHMARKS.md`` times two runs at once against the two in turn). A job computes the same
+numbers whichever worker runs it and however many there are, because every job runs on
 one thread, in a worker or in this process (``jobs=1``).
 """
 

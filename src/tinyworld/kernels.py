@@ -7,6 +7,9 @@
   input's as a linear layer of the transposed weight, the weight's in whichever order of the
   two transposed operands is faster for the shape, equal to torch's up to the order of a sum
   over the rows (~1e-6 relative). Small inputs stay on torch's path, as fast there.
+  On an Intel Xeon the route buys nothing measurable over torch's own; it stays because the
+  world's models are trained on it, and another route trains another world (the reward
+  model's weights differ by up to 0.3 after its 40 epochs).
 * **Attention weights** are a softmax over 13-14 keys, padded to 16 first (see
   :func:`attention_weights`).
 
@@ -16,14 +19,10 @@ The measurements behind these choices: experiments/rl_speed/README.md.
 from __future__ import annotations
 
 import platform
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from torch.utils.hooks import RemovableHandle
 
 # The fewest rows that go to oneDNN. At 128 rows (a decoding step in RL) the two paths are
 # even, shape by shape, and a whole decoding was no faster on oneDNN; at 256 it wins.
@@ -92,12 +91,7 @@ class _OneDNNLinear(torch.autograd.Function):
         grad_rows = grad.reshape(-1, grad.shape[-1])  # (N, out)
         dx = dw = db = None
         if ctx.needs_input_grad[1]:
-            x_rows = x.reshape(-1, x.shape[-1])
-            beside = _WEIGHT_GRADIENTS
-            if beside is not None and weight.grad is not None:
-                beside.add(weight, x_rows, grad_rows)  # dw stays None: the thread adds it
-            else:
-                dw = _weight_gradient(x_rows, grad_rows, weight.shape)
+            dw = _weight_gradient(x.reshape(-1, x.shape[-1]), grad_rows, weight.shape)
         if ctx.needs_input_grad[0]:
             dx = _ONEDNN_LINEAR(grad_rows, weight.t(), None, "none", [], "").view(x.shape)
         if ctx.has_bias and ctx.needs_input_grad[2]:
@@ -113,129 +107,6 @@ def _weight_gradient(
     if shape[0] >= shape[1]:
         return _ONEDNN_LINEAR(x_rows.t(), grad_rows.t(), None, "none", [], "").t()
     return _ONEDNN_LINEAR(grad_rows.t(), x_rows.t(), None, "none", [], "")
-
-
-class WeightGradients:
-    """Linear layers' weight gradients, computed on a second thread and added into each
-    weight's ``.grad`` there, while the backward pass goes on with the input gradients.
-
-    dW of a layer is needed by nothing else in the backward pass, only by the optimiser, so it
-    can be computed beside the rest; each op still runs on one thread, the same kernel on the
-    same operands, and each ``.grad`` (zeroed, as :func:`~tinyworld.optim.flat_parameters`
-    keeps it) receives the same single addition, so the trained model is the same to the bit.
-
-    The contract of :func:`weight_gradients_beside` is checked as the backward pass runs: a
-    weight sent here twice before :meth:`wait`, or one that another op also gives a gradient
-    (tied weights, a penalty on a weight), raises :class:`WeightSharedError` before autograd
-    would add into the ``.grad`` that this thread is writing.
-    """
-
-    def __init__(self, threads: int) -> None:
-        self._pool = ThreadPoolExecutor(
-            1,
-            thread_name_prefix="rate-weight-grad",
-            initializer=torch.set_num_threads,
-            initargs=(threads,),
-        )
-        self._pending: list[Future] = []
-        self._sent: set[int] = set()  # ids of the weights sent since the last wait
-        # id -> (the weight, its hook): each weight seen is watched (and kept) until close.
-        self._watched: dict[int, tuple[torch.Tensor, RemovableHandle]] = {}
-
-    def add(self, weight: torch.Tensor, x_rows: torch.Tensor, grad_rows: torch.Tensor) -> None:
-        """Start ``weight.grad += grad_rows^T x_rows`` on the thread."""
-        key = id(weight)
-        if key in self._sent:
-            raise WeightSharedError(
-                f"a weight of shape {tuple(weight.shape)} went through linear twice in one "
-                "backward pass with its gradient computed beside: call the wait that "
-                "weight_gradients_beside yields after each backward(), and use each weight "
-                "once per forward pass (or train outside weight_gradients_beside)"
-            )
-        self._sent.add(key)
-        if key not in self._watched:  # held below, so no other tensor can take its id
-            # Registered during the backward pass, the hook still runs in it: autograd reads
-            # a leaf's hooks when it comes to add the leaf's gradient, after this layer's.
-            self._watched[key] = (weight, weight.register_hook(self._no_other_gradient(weight)))
-        self._pending.append(
-            self._pool.submit(_add_weight_gradient, weight.grad, x_rows, grad_rows)
-        )
-
-    def _no_other_gradient(self, weight: torch.Tensor) -> Callable[[torch.Tensor | None], None]:
-        key, shape = id(weight), tuple(weight.shape)
-
-        def check(grad: torch.Tensor | None) -> None:
-            # None when linear (which hands dW to this thread) was the weight's only user.
-            if grad is not None and key in self._sent:
-                raise WeightSharedError(
-                    f"a weight of shape {shape} got a gradient from another op in the same "
-                    "backward pass as its linear layer's, whose gradient is computed beside "
-                    "(tied weights?): untie it, or train outside weight_gradients_beside"
-                )
-
-        return check
-
-    def wait(self) -> None:
-        """Return when every weight gradient started so far is in its ``.grad`` (raising what
-        one of them raised)."""
-        pending, self._pending = self._pending, []
-        self._sent.clear()
-        for job in pending:
-            job.result()
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=True)
-        for _, hook in self._watched.values():
-            hook.remove()
-        self._watched.clear()
-
-
-class WeightSharedError(RuntimeError):
-    """A weight whose gradient goes to the second thread got one from elsewhere too."""
-
-
-def _add_weight_gradient(
-    weight_grad: torch.Tensor, x_rows: torch.Tensor, grad_rows: torch.Tensor
-) -> None:
-    with torch.no_grad():  # grad mode is per thread, on by default in a new one
-        weight_grad.add_(_weight_gradient(x_rows, grad_rows, weight_grad.shape))
-
-
-# The trainer's WeightGradients while inside weight_gradients_beside, else None.
-_WEIGHT_GRADIENTS: WeightGradients | None = None
-
-
-@contextmanager
-def weight_gradients_beside() -> Iterator[Callable[[], None]]:
-    """Inside, the weight gradients of linear layers on oneDNN are computed on a second
-    thread (:class:`WeightGradients`); yields ``wait``, to be called after each
-    ``backward()`` and before the gradients are read (the optimiser's step, a clip, a zeroing).
-
-    For trainers on one thread with a second CPU free (SFT and the reward model in the world
-    build): their backward passes are a chain of layers that waits on each input gradient,
-    which leaves the weight gradients free to run beside: the reward model's stage of the
-    world build 1.38x faster and SFT's 1.21x, the same weights to the bit
-    (experiments/rl_speed/README.md). RL does not use it: its whole second thread bought 5%.
-
-    Contract: each weight goes through :func:`linear` at most once per backward pass and
-    through no other op (no tied weights: another op's gradient would be added into the same
-    ``.grad`` from the other thread at the same time), both checked as the backward pass runs
-    (:class:`WeightGradients`), with its ``.grad`` already there and zeroed before
-    ``backward()``. A weight without a ``.grad`` gets its gradient in the backward pass, as
-    outside. Where oneDNN is not used this does nothing. For the whole process while inside.
-    """
-    global _WEIGHT_GRADIENTS
-    if _ONEDNN_LINEAR is None or _WEIGHT_GRADIENTS is not None:  # nothing to do, or nested
-        yield (lambda: None) if _WEIGHT_GRADIENTS is None else _WEIGHT_GRADIENTS.wait
-        return
-    beside = WeightGradients(torch.get_num_threads())
-    _WEIGHT_GRADIENTS = beside
-    try:
-        yield beside.wait
-        beside.wait()
-    finally:
-        _WEIGHT_GRADIENTS = None
-        beside.close()
 
 
 def linear(
@@ -283,7 +154,4 @@ __all__ = [
     "cpuinfo_field",
     "linear",
     "onednn_available",
-    "weight_gradients_beside",
-    "WeightGradients",
-    "WeightSharedError",
 ]

@@ -11,10 +11,7 @@ import torch.nn.functional as F
 from rate.errors import RateError
 from rate.parallel import single_thread
 from rate.progress import progress
-from tinyworld.heap import keep_freed_memory
-from tinyworld.kernels import weight_gradients_beside
 from tinyworld.models import check_finite
-from tinyworld.optim import flat_parameters
 from tinyworld.policy import Policy, PolicyConfig
 
 log = logging.getLogger(__name__)
@@ -31,13 +28,11 @@ def train_sft(
 ) -> tuple[Policy, list[dict]]:
     """Fit a fresh policy to (prompt, response) demonstrations, on one thread (as
     :func:`tinyworld.rm_train.train_reward_model`); returns it and per-epoch metrics."""
-    keep_freed_memory()
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     policy = Policy(config)
     policy.train()
-    flat = flat_parameters(policy)
-    opt = torch.optim.AdamW([flat], lr=lr, weight_decay=0.01, fused=True)
+    opt = torch.optim.AdamW(policy.parameters(), lr=lr, weight_decay=0.01, fused=True)
     n = len(prompts)
     steps_total = epochs * ((n + batch_size - 1) // batch_size)
     sched = torch.optim.lr_scheduler.OneCycleLR(
@@ -45,7 +40,7 @@ def train_sft(
     )
     history = []
     fix = f"lower lr ({lr:g}); no policy was saved"
-    with single_thread(), weight_gradients_beside() as gradients_ready:
+    with single_thread():
         for epoch in progress(range(epochs), desc="sft"):
             order = torch.randperm(n, generator=gen)
             total, count = torch.zeros((), dtype=torch.float64), 0  # one .item() an epoch
@@ -55,9 +50,8 @@ def train_sft(
                 loss = F.cross_entropy(
                     logits.reshape(-1, logits.shape[-1]), responses[idx].reshape(-1)
                 )
-                flat.grad.zero_()
+                opt.zero_grad()
                 loss.backward()
-                gradients_ready()
                 opt.step()
                 sched.step()
                 total += loss.detach() * len(idx)

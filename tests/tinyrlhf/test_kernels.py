@@ -1,14 +1,9 @@
-"""The world's kernels against plain torch: oneDNN linear layers, padded attention softmax,
-the C heap's settings, one flat parameter for Adam (SFT and the reward model's training),
-training on one thread, and weight gradients on a second."""
+"""The world's kernels against plain torch (oneDNN linear layers, the padded attention
+softmax) and its trainers on one thread."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
-from contextlib import contextmanager
 
 import pytest
 import torch
@@ -20,13 +15,9 @@ from tinyworld.kernels import (
     attention_weights,
     linear,
     onednn_available,
-    weight_gradients_beside,
 )
-from tinyworld.optim import flat_parameters
-from tinyworld.policy import Policy
 from tinyworld.rl import train_rl
 from tinyworld.rl_config import load_rl_config
-from tinyworld.vocab import N_SYLLABLES, PROMPT_LEN, RESPONSE_LEN, VOCAB_SIZE
 
 
 @pytest.fixture
@@ -156,71 +147,6 @@ def test_attention_weights_equal_softmax_with_masks_and_gradients(keys):
     assert (ours[:, :, keys // 2 + 1 :] == 0).all()
 
 
-def test_keep_freed_memory_stops_the_page_faults_of_repeated_passes():
-    # A fresh process: the setting lasts for the process, and the first count needs without.
-    script = textwrap.dedent(
-        """
-        import json, resource, torch
-        from tinyworld.reward_model import RewardModel
-        rm = RewardModel().eval()
-        p, r = torch.randint(0, 39, (128, 6)), torch.randint(0, 24, (128, 8))
-        def faults():
-            with torch.inference_mode():
-                rm(p, r)
-                start = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-                for _ in range(10):
-                    rm(p, r)
-                return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - start
-        before = faults()
-        from tinyworld.heap import keep_freed_memory
-        took = keep_freed_memory()
-        print(json.dumps({"took": took, "again": keep_freed_memory(), "before": before,
-                          "after": faults()}))
-        """
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
-    )
-    figures = json.loads(done.stdout.strip().splitlines()[-1])
-    assert figures["took"] is True and figures["again"] is True
-    # Each pass frees and re-allocates ~10 MB of activations: thousands of faults before.
-    assert figures["before"] > 1000
-    assert figures["after"] < figures["before"] / 20
-
-
-def test_flat_parameters_give_the_per_tensor_adam_step():
-    torch.manual_seed(0)
-    a, b = Policy(), Policy()
-    b.load_state_dict(a.state_dict())
-    prompts = torch.randint(0, 30, (4, 6))
-    responses = torch.randint(0, 24, (4, 8))
-
-    def loss(model):
-        return model.response_logits(prompts, responses).logsumexp(-1).sum()
-
-    flat = flat_parameters(a)
-    assert flat.numel() == sum(p.numel() for p in b.parameters())
-    opt_flat = torch.optim.Adam([flat], lr=1e-2)
-    opt_each = torch.optim.Adam(b.parameters(), lr=1e-2)
-    for _ in range(3):
-        flat.grad.zero_()
-        loss(a).backward()  # the parameters' gradients are views of flat.grad
-        opt_each.zero_grad()
-        loss(b).backward()
-        torch.testing.assert_close(
-            flat.grad, torch.cat([p.grad.reshape(-1) for p in b.parameters()])
-        )
-        opt_flat.step()
-        opt_each.step()
-    for (name, p), q in zip(a.named_parameters(), b.parameters(), strict=True):
-        assert p.data_ptr() != q.data_ptr(), name
-        torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-7, msg=name)
-    # The module's parameters are the flat one's storage: a change to one shows in the other.
-    with torch.no_grad():
-        flat.zero_()
-    assert all((p == 0).all() for p in a.parameters())
-
-
 def test_an_rl_run_trains_on_one_thread_and_restores_the_count(small_world, tmp_path):
     # The wrapper runs inside the loop: it records the thread count the step runs on.
     record = tmp_path / "threads.txt"
@@ -284,120 +210,3 @@ def test_onednn_probe_falls_back_where_the_op_is_missing_or_fails(monkeypatch):
     assert kernels._onednn_linear_op() is None
     monkeypatch.setattr(torch.ops, "mkldnn", Ops(lambda x, w, *rest: torch.zeros(2, 4)))
     assert kernels._onednn_linear_op() is None
-
-
-@contextmanager
-def _no_weight_gradients_beside():
-    yield lambda: None
-
-
-@pytest.fixture
-def added(monkeypatch) -> list[int]:
-    """One entry per weight gradient handed to the second thread."""
-    calls: list[int] = []
-    real_add = kernels.WeightGradients.add
-    monkeypatch.setattr(
-        kernels.WeightGradients, "add", lambda self, *a: (calls.append(1), real_add(self, *a))
-    )
-    return calls
-
-
-@pytest.mark.parametrize("trainer", ["reward model", "sft"])
-def test_weight_gradients_beside_train_the_same_model_to_the_bit(
-    onednn_route, monkeypatch, trainer, added
-):
-    from tinyworld import rm_train, sft
-
-    gen = torch.Generator().manual_seed(3)
-    prompts = torch.randint(0, VOCAB_SIZE, (300, PROMPT_LEN), generator=gen)
-    responses = torch.randint(0, N_SYLLABLES, (300, RESPONSE_LEN), generator=gen)
-    labels = torch.randn(300, generator=gen)
-
-    def train():
-        if trainer == "sft":
-            return sft.train_sft(prompts, responses, 2, 2e-3, 128, 0)[0]
-        return rm_train.train_reward_model(prompts, responses, labels, 2, 2e-3, 128, 0)[0]
-
-    beside = train()
-    assert len(added) > 0  # the weight gradients did go to the second thread
-    for module in (rm_train, sft):
-        monkeypatch.setattr(module, "weight_gradients_beside", _no_weight_gradients_beside)
-    added.clear()
-    in_turn = train()
-    assert added == []
-    ours, theirs = beside.state_dict(), in_turn.state_dict()
-    assert ours.keys() == theirs.keys()
-    for name in ours:
-        assert torch.equal(ours[name], theirs[name]), name
-
-
-def test_weight_gradients_beside_add_into_grad_and_leave_the_rest_to_backward(onednn_route):
-    gen = torch.Generator().manual_seed(0)
-    x0, w0 = torch.randn(300, 64, generator=gen), torch.randn(32, 64, generator=gen)
-    upstream = torch.randn(300, 32, generator=gen)
-    x, w = x0.clone().requires_grad_(), w0.clone().requires_grad_()
-    (linear(x, w, None) * upstream).sum().backward()  # outside: dW from the backward pass
-    expected_w, expected_x = w.grad.clone(), x.grad.clone()
-
-    with weight_gradients_beside() as ready:
-        # A weight with a zeroed .grad: its gradient is added there on the second thread.
-        x, w = x0.clone().requires_grad_(), w0.clone().requires_grad_()
-        w.grad = torch.zeros_like(w)
-        (linear(x, w, None) * upstream).sum().backward()
-        ready()
-        assert torch.equal(w.grad, expected_w) and torch.equal(x.grad, expected_x)
-        # No .grad yet: the backward pass computes it, as outside.
-        x, w = x0.clone().requires_grad_(), w0.clone().requires_grad_()
-        (linear(x, w, None) * upstream).sum().backward()
-        ready()
-        assert torch.equal(w.grad, expected_w)
-        with weight_gradients_beside() as inner:  # nested: the same thread and wait
-            assert inner == ready
-    assert kernels._WEIGHT_GRADIENTS is None
-
-
-def test_weight_gradients_beside_raise_the_threads_error_at_wait(onednn_route, monkeypatch):
-    def broken(*args):
-        raise RuntimeError("dW failed")
-
-    x, w = torch.randn(300, 16, requires_grad=True), torch.randn(8, 16, requires_grad=True)
-    w.grad = torch.zeros_like(w)
-    with pytest.raises(RuntimeError, match="dW failed"), weight_gradients_beside() as ready:
-        monkeypatch.setattr(kernels, "_weight_gradient", broken)
-        linear(x, w, None).sum().backward()
-        ready()
-    assert kernels._WEIGHT_GRADIENTS is None
-
-
-def test_weight_gradients_beside_refuse_a_weight_that_another_op_also_uses(onednn_route):
-    """Tied weights (here a penalty on the weight) would have autograd add into the .grad
-    the second thread is writing: the backward pass stops before it does."""
-    gen = torch.Generator().manual_seed(1)
-    x = torch.randn(300, 16, generator=gen, requires_grad=True)
-    w = torch.randn(8, 16, generator=gen).requires_grad_()
-    w.grad = torch.zeros_like(w)
-    with weight_gradients_beside() as ready:
-        linear(x, w, None).sum().backward()  # linear its only user: allowed
-        ready()
-        before = w.grad.clone()
-        with pytest.raises(kernels.WeightSharedError, match="another op"):
-            (linear(x, w, None).sum() + w.square().sum()).backward()
-        ready()
-        assert torch.equal(w.grad, 2 * before)  # only linear's gradient reached it
-    assert not w._backward_hooks  # the check goes with the context
-    (linear(x, w, None).sum() + w.square().sum()).backward()  # outside: allowed
-
-
-def test_weight_gradients_beside_refuse_a_weight_through_linear_twice(onednn_route):
-    x = torch.randn(300, 16, requires_grad=True)
-    w = torch.randn(16, 16).requires_grad_()
-    w.grad = torch.zeros_like(w)
-    with pytest.raises(kernels.WeightSharedError, match="twice"), weight_gradients_beside():
-        linear(linear(x, w, None), w, None).sum().backward()
-
-
-def test_weight_gradients_beside_do_nothing_without_onednn(monkeypatch):
-    monkeypatch.setattr(kernels, "_ONEDNN_LINEAR", None)
-    with weight_gradients_beside() as ready:
-        assert kernels._WEIGHT_GRADIENTS is None
-        ready()

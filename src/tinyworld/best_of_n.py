@@ -20,8 +20,9 @@ def best_of_n(
     """The best of ``n`` samples for each prompt row: responses (B, 8) and their scores (B,)."""
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
-    responses = sample(policy, prompts, temperature, generator, repeats=n).responses  # (B*n, 8)
-    scores = score(rm, prompts.repeat_interleave(n, dim=0), responses).view(-1, n)
+    each = prompts.repeat_interleave(n, dim=0)  # (B*n, 6): n rows per prompt, in a row
+    responses = sample(policy, each, temperature, generator).responses  # (B*n, 8)
+    scores = score(rm, each, responses).view(-1, n)
     best = scores.argmax(dim=1)  # (B,)
     chosen = responses.view(-1, n, responses.shape[-1])[torch.arange(len(prompts)), best]
     return chosen, scores.max(dim=1).values

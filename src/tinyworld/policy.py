@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from tinyworld.blocks import Block
-from tinyworld.kernels import attention_weights, linear
+from tinyworld.kernels import linear
 from tinyworld.vocab import N_SYLLABLES, PROMPT_LEN, SEQ_LEN, VOCAB_SIZE
 
 
@@ -74,112 +72,41 @@ class Policy(nn.Module):
         return self.logits(x[:, PROMPT_LEN - 1 :])
 
 
-class LayerTensors(NamedTuple):
-    """One block's weights, gathered once per decoding (see :class:`Decoder`)."""
-
-    ln1_weight: torch.Tensor
-    ln1_bias: torch.Tensor
-    qkv_weight: torch.Tensor
-    qkv_bias: torch.Tensor
-    proj_weight: torch.Tensor
-    proj_bias: torch.Tensor
-    ln2_weight: torch.Tensor
-    ln2_bias: torch.Tensor
-    up_weight: torch.Tensor
-    up_bias: torch.Tensor
-    down_weight: torch.Tensor
-    down_bias: torch.Tensor
-
-    @classmethod
-    def of(cls, block: Block) -> LayerTensors:
-        a, up, down = block.attn, block.mlp[0], block.mlp[2]
-        return cls(
-            *(block.ln1.weight, block.ln1.bias, a.qkv.weight, a.qkv.bias),
-            *(a.proj.weight, a.proj.bias, block.ln2.weight, block.ln2.bias),
-            *(up.weight, up.bias, down.weight, down.bias),
-        )
-
-
 class Decoder:
     """Token-by-token decoding of ``batch`` sequences with a preallocated key/value cache.
 
-    :meth:`prefill` encodes the prompts once, :meth:`step` adds one token to every sequence.
-    The cache is (L, B, H, 2, T, D): a token's key and value sit side by side, so one copy
-    stores both and the keys so far are one strided view (no copy) for the batched matmul.
-    The policy's tensors are gathered once, because at 128 rows a step's kernels are so small
-    that looking weights up through nn.Module took a quarter to a third of its time. The policy
-    must not change while a Decoder is in use.
+    :meth:`prefill` encodes the prompts once, :meth:`step` adds one token to every sequence,
+    each through the policy's own blocks. The policy must not change while a Decoder is in use.
     """
 
     def __init__(self, policy: Policy, batch: int) -> None:
         c = policy.config
         self.policy = policy
-        self.head_dim = c.d_model // c.n_head
-        self.kv = torch.empty(c.n_layer, batch, c.n_head, 2, c.block_size, self.head_dim)
-        self.layers = [LayerTensors.of(block) for block in policy.blocks]
-        self.shape = (c.d_model,)
-        self.first_rows = Decoder.first_rows_of(policy)
+        shape = (c.n_layer, batch, c.n_head, c.block_size, c.d_model // c.n_head)
+        self.keys, self.values = torch.empty(shape), torch.empty(shape)  # (L, B, H, T, D)
 
-    @staticmethod
-    def first_rows_of(policy: Policy) -> torch.Tensor:
-        """A step's input to the first block and that block's q, k, v, which depend on the
-        (position, token) pair alone: one table holds them for every pair of a drawn token
-        (14 x 24 rows, against the 7 x 128 a decoding computes in RL), and a step gathers its
-        rows. -> (14 * n_out, 4C)"""
-        c, first = policy.config, policy.blocks[0]
-        x = policy.tok_emb.weight[: c.n_out] + policy.pos_emb.weight[:, None]  # (T, n_out, C)
-        h = first.ln(first.ln1, x)
-        qkv = linear(h, first.attn.qkv.weight, first.attn.qkv.bias)  # (T, n_out, 3C)
-        return torch.cat([x, qkv], dim=-1).view(-1, 4 * c.d_model)
-
-    def prefill(self, prompts: torch.Tensor, repeats: int) -> torch.Tensor:
-        """Encode prompts (U, 6) and store their keys and values for each of their ``repeats``
-        rows (ordered prompt by prompt). -> logits for the first response token (U * repeats, n_out)
-        """
+    def prefill(self, prompts: torch.Tensor) -> torch.Tensor:
+        """Encode prompts (B, 6) and store their keys and values. -> logits for the first
+        response token (B, n_out)"""
         pol = self.policy
-        U, T = prompts.shape
+        T = prompts.shape[1]
         x = F.embedding(prompts, pol.tok_emb.weight) + pol.pos_emb.weight[:T]
         mask = pol.causal[:T, :T]
         for i, block in enumerate(pol.blocks):
-            qkv = block.attn.heads(block.ln(block.ln1, x))  # (3, U, H, T, D)
-            rows = self.kv[i].view(U, repeats, *self.kv.shape[2:])[:, :, :, :, :T]
-            rows.copy_(qkv[1:].permute(1, 2, 0, 3, 4).unsqueeze(1))  # (U, 1, H, 2, T, D)
-            q, k, v = qkv.contiguous()
+            q, k, v = block.attn.heads(block.ln(block.ln1, x))  # (B, H, T, D) each
+            self.keys[i, :, :, :T], self.values[i, :, :, :T] = k, v
             x = block.feed_forward(x + block.attn.project(block.attn.mix(q, k, v, mask)))
-        return pol.logits(x[:, -1]).repeat_interleave(repeats, dim=0)
+        return pol.logits(x[:, -1])
 
     def step(self, tokens: torch.Tensor, position: int) -> torch.Tensor:
-        """Logits (B, n_out) after the drawn tokens (B,) (syllables: ids below n_out) at
-        ``position``, which join the cache."""
-        pol, shape = self.policy, self.shape
-        B, D, S, C = tokens.shape[0], self.head_dim, position + 1, shape[0]
-        H = C // D
-        rows = self.first_rows.index_select(0, tokens + position * pol.config.n_out)  # (B, 4C)
-        x, first_qkv = rows.split([C, 3 * C], dim=1)
+        """Logits (B, n_out) after the drawn tokens (B,) at ``position``, which join the cache."""
+        pol, S = self.policy, position + 1
+        x = (pol.tok_emb.weight[tokens] + pol.pos_emb.weight[position]).unsqueeze(1)  # (B, 1, C)
         seen = pol.causal[position : position + 1, :S]  # zeros: the new token sees every key
-        for i, w in enumerate(self.layers):
-            if i == 0:
-                qkv = first_qkv.view(B, 3, H, D)
-            else:
-                h = F.layer_norm(x, shape, w.ln1_weight, w.ln1_bias)
-                qkv = linear(h, w.qkv_weight, w.qkv_bias).view(B, 3, H, D)
-            self.kv[i, :, :, :, position] = qkv[:, 1:].transpose(1, 2)  # (B, H, 2, D)
-            kv = self.kv[i, :, :, :, :S]  # (B, H, 2, S, D)
-            att = attention_weights(
-                torch.baddbmm(
-                    seen,
-                    qkv[:, 0].reshape(B * H, 1, D),
-                    kv[:, :, 0].reshape(B * H, S, D).transpose(1, 2),
-                    alpha=1.0 / math.sqrt(D),
-                )
-            )  # (B*H, 1, S)
-            v = kv[:, :, 1].reshape(B * H, S, D)
-            if B <= 1024:  # RL's 128 rows: a broadcast product beats bmm's 1 x S x D matrices
-                y = (att.view(B * H, S, 1) * v).sum(dim=1)
-            else:  # thousands of rows: its (B*H, S, D) temporary costs more than bmm
-                y = torch.bmm(att, v).view(B * H, D)
-            x = x + linear(y.view(B, H * D), w.proj_weight, w.proj_bias)
-            h = F.layer_norm(x, shape, w.ln2_weight, w.ln2_bias)
-            h = linear(h, w.up_weight, w.up_bias, gelu=True)
-            x = x + linear(h, w.down_weight, w.down_bias)
-        return pol.logits(x)
+        for i, block in enumerate(pol.blocks):
+            q, k, v = block.attn.heads(block.ln(block.ln1, x))  # (B, H, 1, D) each
+            self.keys[i, :, :, position] = k.squeeze(2)
+            self.values[i, :, :, position] = v.squeeze(2)
+            y = block.attn.mix(q, self.keys[i, :, :, :S], self.values[i, :, :, :S], seen)
+            x = block.feed_forward(x + block.attn.project(y))
+        return pol.logits(x.squeeze(1))

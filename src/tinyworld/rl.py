@@ -39,9 +39,8 @@ class SpeedDevices:
     off, so that what it buys is measured (experiments/rl_speed), not assumed. It changes what
     a step computes only by float rounding, only how fast.
 
-    - ``kv_cache``: sampling keeps each token's keys and values, and each prompt's for all its
-      samples, instead of re-running the prefix for every token
-      (:func:`~tinyworld.sampling.sample`).
+    - ``kv_cache``: sampling keeps each token's keys and values instead of re-running the
+      prefix for every token (:func:`~tinyworld.sampling.sample`).
     """
 
     kv_cache: bool = True
@@ -168,10 +167,9 @@ def rl_step(
     """One REINFORCE step on the prompts ``idx``: sample, score, shape with the KL, step.
     -> the step's tensors that the log reads."""
     policy, k = inputs.policy, config.samples_per_prompt
-    prompts = inputs.pool.tokens[idx]  # (B, 6)
-    each = prompts.repeat_interleave(k, dim=0)  # (B*k, 6): a prompt per sample, k in a row
+    each = inputs.pool.tokens[idx].repeat_interleave(k, dim=0)  # (B*k, 6): k rows per prompt
     if devices.kv_cache:
-        samples = sample(policy, prompts, config.temperature, gen, repeats=k)
+        samples = sample(policy, each, config.temperature, gen)
     else:
         samples = sample_without_cache(policy, each, config.temperature, gen)
     responses = samples.responses  # (B*k, 8)

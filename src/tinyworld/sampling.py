@@ -57,16 +57,15 @@ def decode(
     prompts: torch.Tensor,
     noise: torch.Tensor,
     temperature: float,
-    repeats: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The decoding loop of :func:`sample`: two kernels of noise and argmax per token, and one
     policy step that writes the token's keys and values into a preallocated cache.
 
-    ``noise`` is :func:`gumbel_noise` for U * ``repeats`` rows, prompts (U, 6). -> the drawn
+    ``noise`` is :func:`gumbel_noise` for the B rows of prompts (B, 6). -> the drawn
     responses (B, 8) and the logits each token was drawn from (B, 8, V).
     """
-    decoder = Decoder(policy, prompts.shape[0] * repeats)
-    step_logits = [decoder.prefill(prompts, repeats)]  # (B, V) each
+    decoder = Decoder(policy, prompts.shape[0])
+    step_logits = [decoder.prefill(prompts)]  # (B, V) each
     tokens = [draw(step_logits[0], noise[0], temperature)]
     for t in range(1, RESPONSE_LEN):
         step_logits.append(decoder.step(tokens[-1], PROMPT_LEN + t - 1))
@@ -80,11 +79,10 @@ def _sample(
     prompts: torch.Tensor,
     temperature: float,
     generator: torch.Generator | None,
-    repeats: int,
 ) -> Samples:
     _check(prompts, temperature)
-    noise = gumbel_noise(prompts.shape[0] * repeats, policy.config.n_out, generator)
-    return _finish(*decode(policy, prompts, noise, temperature, repeats))
+    noise = gumbel_noise(prompts.shape[0], policy.config.n_out, generator)
+    return _finish(*decode(policy, prompts, noise, temperature))
 
 
 def sample(
@@ -92,12 +90,10 @@ def sample(
     prompts: torch.Tensor,
     temperature: float = 1.0,
     generator: torch.Generator | None = None,
-    repeats: int = 1,
 ) -> Samples:
-    """Draw ``repeats`` responses per prompt row (rows ordered prompt by prompt), decoding with a
-    key/value cache; the prompt itself is encoded once however many samples it gets.
-    """
-    s = _sample(policy, prompts, temperature, generator, repeats)
+    """Draw one response per prompt row, decoding with a key/value cache (each token's keys
+    and values are kept, not recomputed with the whole prefix for the next)."""
+    s = _sample(policy, prompts, temperature, generator)
     # Decoding runs in inference mode (less overhead per op); the results are cloned into
     # ordinary tensors because RL feeds them into its autograd graph.
     return Samples(s.responses.clone(), s.logprobs.clone(), s.entropy.clone())

@@ -96,11 +96,11 @@ def test_reward_model_table_path_trains_like_the_direct_path():
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
-def test_cached_sampling_with_repeats_equals_the_plain_loop(temperature):
+def test_cached_sampling_of_repeated_prompts_equals_the_plain_loop(temperature):
     torch.manual_seed(4)
     pol = trained_like(Policy(), 5)
     p = prompts(6)
-    cached = sample(pol, p, temperature, torch.Generator().manual_seed(7), repeats=4)
+    cached = sample(pol, p.repeat_interleave(4, 0), temperature, torch.Generator().manual_seed(7))
     plain = sample_without_cache(
         pol, p.repeat_interleave(4, 0), temperature, torch.Generator().manual_seed(7)
     )

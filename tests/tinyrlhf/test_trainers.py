@@ -93,6 +93,7 @@ def test_best_of_n_picks_the_highest_scoring_sample():
     assert torch.equal(scores, (chosen == SYLLABLE_ID["pa"]).sum(-1).float())
     assert scores.mean() > (single == SYLLABLE_ID["pa"]).sum(-1).float().mean() + 0.3
     # Each choice is the max over its own 16 candidates, drawn in the same order.
-    again = sample(policy, p, generator=torch.Generator().manual_seed(1), repeats=16).responses
+    again = sample(policy, p.repeat_interleave(16, 0), generator=torch.Generator().manual_seed(1))
+    again = again.responses
     best = (again == SYLLABLE_ID["pa"]).sum(-1).view(32, 16).max(1).values.float()
     assert torch.equal(best, scores)

@@ -74,7 +74,7 @@ def tilted_sample(
     lams = torch.tensor(list(ladder), dtype=torch.float64)
     noise = gumbel_noise(B, n_out, generator).double()
     decoder = Decoder(policy, B)
-    logits = decoder.prefill(prompts, 1)
+    logits = decoder.prefill(prompts)
     tokens: list[torch.Tensor] = []
     lp_ref = torch.zeros(B, dtype=torch.float64)
     lp_ladder = torch.zeros(len(lams), B, dtype=torch.float64)

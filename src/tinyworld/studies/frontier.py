@@ -66,9 +66,9 @@ def correct_count_distribution(
     counts = np.zeros((prompts, RESPONSE_LEN + 1))
     rows = max(1, 32_768 // per_prompt)  # prompts per batch: ~32k responses at a time
     for start in range(0, prompts, rows):
-        x = pool.tokens[start : start + rows]
-        y = sample(reference, x, 1.0, generator, repeats=per_prompt).responses
-        k = oracle.correct(x.repeat_interleave(per_prompt, 0), y).sum(-1).view(len(x), -1)
+        x = pool.tokens[start : start + rows].repeat_interleave(per_prompt, 0)
+        y = sample(reference, x, 1.0, generator).responses
+        k = oracle.correct(x, y).sum(-1).view(-1, per_prompt)
         for j, row in enumerate(k.numpy()):
             counts[start + j] = np.bincount(row, minlength=RESPONSE_LEN + 1)
     return counts / per_prompt

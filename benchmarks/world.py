@@ -9,13 +9,12 @@ import statistics
 from pathlib import Path
 
 from benchmarks.rl import DEVICES, run_contender
-from benchmarks.timing import timed
+from benchmarks.timing import cpu_description, timed
 from rate.parallel import default_jobs, run_jobs
 from tinyworld.build import build_world
 from tinyworld.data import load_labelled, load_prompts
 from tinyworld.dev_eval import dev_evaluate
 from tinyworld.evaluate import evaluate_policy, load_oracle
-from tinyworld.kernels import cpu_description
 from tinyworld.models import load_policy, load_reward_model
 from tinyworld.rl import train_rl
 from tinyworld.rl_config import RLConfig, load_rl_config
@@ -26,7 +25,7 @@ def bench_world(tmp: Path, full: Path | None, reused: Path | None = None) -> dic
     """Time the --small build, and the full build into ``full``; with a ``reused`` world
     instead, report the stage times its build recorded in world_info.json."""
 
-    # The CPU, since the ratios depend on it (tinyworld.kernels: MKL serves Intel's alone).
+    # The CPU, since the ratios depend on it (BLAS kernels differ by CPU vendor and model).
     results = {"cpu": cpu_description()}
     secs, info = timed(lambda: build_world(load_world_config(small=True), tmp / "small"))
     results["small_build_s"] = secs

@@ -6,10 +6,9 @@
 ``rl`` prints the loop seconds of STEPS (400) default-recipe RL steps on the built WORLD
 (``benchmarks.rl.train_rl_ours``); ``build`` builds the default world into OUT with its RL runs
 left out and SFT's and the reward model's epochs halved, and prints the two stages' seconds.
-DEVICE is ``none`` (everything on), ``pad`` (plain softmax for the attention weights),
-``pair`` (the reward model's first block computed token by token, not per (position, token)
-pair) or ``onednn`` (every linear layer on torch's own path). Run each DEVICE with ``none``
-in alternating fresh processes and compare medians: experiments/rl_speed/README.md.
+DEVICE is ``none`` (everything on) or ``pad`` (plain softmax for the attention weights), the
+one device of the world's models left. Run ``pad`` and ``none`` in alternating fresh
+processes and compare medians: experiments/rl_speed/README.md.
 """
 
 from __future__ import annotations
@@ -21,28 +20,16 @@ import sys
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
-from tinyworld import blocks, kernels, policy, reward_model
+from tinyworld import blocks
 
 
 def turn_off(device: str) -> None:
     """Replace the function behind ``device`` with the plain torch it stands for."""
     if device == "pad":
-        blocks.attention_weights = policy.attention_weights = lambda s: s.softmax(dim=-1)
-    elif device == "pair":
-
-        def token_by_token(self, seq: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            first = self.blocks[0]
-            x = F.embedding(seq, self.tok_emb.weight) + self.pos_emb.weight[: seq.shape[1]]
-            qkv = kernels.linear(first.ln(first.ln1, x), first.attn.qkv.weight, first.attn.qkv.bias)
-            return x, qkv
-
-        reward_model.RewardModel.first_layer_inputs = token_by_token
-    elif device == "onednn":
-        kernels._ONEDNN_LINEAR = None
+        blocks.attention_weights = lambda s: s.softmax(dim=-1)
     elif device != "none":
-        raise SystemExit(f"unknown device {device!r}: none, pad, pair or onednn")
+        raise SystemExit(f"unknown device {device!r}: none or pad")
 
 
 def main(what: str, device: str, path: str, steps: str = "400") -> None:

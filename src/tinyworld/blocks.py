@@ -8,14 +8,28 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tinyworld.kernels import attention_weights, linear
-
 # At these sizes (128 sequences of 14 tokens, 2 layers) the kernels are small and much of a
 # step's cost is per kernel, so the passes below are written with few of them: one copy puts
 # q, k and v head-major, one baddbmm gives the scaled and masked scores (SDPA's fused kernel
-# is slower at 14 tokens on CPU), and the calls go to torch.nn.functional and to
-# tinyworld.kernels (oneDNN's linear layers, the padded softmax) with each module's own
-# weights, so checkpoints keep their layout.
+# is slower at 14 tokens on CPU), and the calls go to torch.nn.functional with each module's
+# own weights, so checkpoints keep their layout.
+
+
+def attention_weights(scores: torch.Tensor) -> torch.Tensor:
+    """softmax over the last dimension (the keys), padded with -inf to a multiple of 16 first.
+
+    torch's CPU softmax loads a row in whole vectors (16 floats); a row of 13 or 14 keys, as
+    every attention here has, falls to its partial-load path, several times slower (the
+    backward alike). The padding's weights are exactly 0, and the slice back to the real keys
+    is a view. The one speed device of the world's models that buys 15% on its own
+    (experiments/rl_speed/README.md).
+    -> scores' shape
+    """
+    keys = scores.shape[-1]
+    pad = -keys % 16
+    if pad == 0:
+        return scores.softmax(dim=-1)
+    return F.pad(scores, (0, pad), value=float("-inf")).softmax(dim=-1)[..., :keys]
 
 
 class SelfAttention(nn.Module):
@@ -31,7 +45,7 @@ class SelfAttention(nn.Module):
     def heads(self, x: torch.Tensor) -> torch.Tensor:
         """q, k and v of ``x`` (B, T, C), head-major in one view: (3, B, H, T, C/H)."""
         B, T, C = x.shape
-        qkv = linear(x, self.qkv.weight, self.qkv.bias)  # (B, T, 3C)
+        qkv = F.linear(x, self.qkv.weight, self.qkv.bias)  # (B, T, 3C)
         return qkv.view(B, T, 3, self.n_head, C // self.n_head).permute(2, 0, 3, 1, 4)
 
     def mix(
@@ -51,7 +65,7 @@ class SelfAttention(nn.Module):
         return y.view(B, H, T, D).transpose(1, 2).reshape(B, T, H * D)
 
     def project(self, y: torch.Tensor) -> torch.Tensor:
-        return linear(y, self.proj.weight, self.proj.bias)
+        return F.linear(y, self.proj.weight, self.proj.bias)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         q, k, v = self.heads(x).contiguous()
@@ -74,8 +88,8 @@ class Block(nn.Module):
     def feed_forward(self, x: torch.Tensor) -> torch.Tensor:
         """x + mlp(ln2(x)), the second half of the block."""
         up, down = self.mlp[0], self.mlp[2]
-        h = linear(self.ln(self.ln2, x), up.weight, up.bias, gelu=True)
-        return x + linear(h, down.weight, down.bias)
+        h = F.gelu(F.linear(self.ln(self.ln2, x), up.weight, up.bias))
+        return x + F.linear(h, down.weight, down.bias)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.ln(self.ln1, x), mask)

@@ -9,7 +9,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinyworld.blocks import Block
-from tinyworld.kernels import linear
 from tinyworld.vocab import N_SYLLABLES, PROMPT_LEN, SEQ_LEN, VOCAB_SIZE
 
 
@@ -49,7 +48,7 @@ class Policy(nn.Module):
     def logits(self, x: torch.Tensor) -> torch.Tensor:
         """Output logits of final hidden states (..., C) -> (..., n_out)."""
         x = F.layer_norm(x, self.ln_f.normalized_shape, self.ln_f.weight, self.ln_f.bias)
-        return linear(x, self.head.weight, self.head.bias)
+        return F.linear(x, self.head.weight, self.head.bias)
 
     def hidden(self, idx: torch.Tensor) -> torch.Tensor:
         """Final hidden states (B, T, C) of the causal sequences ``idx`` (B, T)."""

@@ -28,15 +28,21 @@ ROUTE_COMMIT = "ba1c0d5"
 
 def load_route(min_rows: int) -> types.ModuleType:
     """The removed kernels module, from git, with its row threshold set to ``min_rows``."""
-    source = subprocess.run(
+    done = subprocess.run(
         ["git", "show", f"{ROUTE_COMMIT}:src/tinyworld/kernels.py"],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    path = Path(tempfile.mkdtemp(prefix="onednn-route-")) / "kernels.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("onednn_route_kernels", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(
+            f"cannot read the route from git commit {ROUTE_COMMIT} ({done.stderr.strip()}): "
+            "run this from a clone of the repository with its history"
+        )
+    with tempfile.TemporaryDirectory(prefix="onednn-route-") as tmp:
+        path = Path(tmp) / "kernels.py"
+        path.write_text(done.stdout)
+        spec = importlib.util.spec_from_file_location("onednn_route_kernels", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)  # loaded into memory: the file can go
     module.ONEDNN_MIN_ROWS = min_rows
     if not module.onednn_available():
         raise SystemExit("oneDNN's linear op is not available in this torch build")

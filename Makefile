@@ -129,7 +129,7 @@ world-study-coverage: $(STAMP) ## interval coverage over 200 samples against the
 	$(VENV)/bin/rate world study coverage --template tinyrlhf_anvil_pa --bootstrap 1000
 
 STUDY_WORLD ?= $(or $(WORLD),$(PROJECT_DIR)/tinyrlhf/world)
-world-study-release: $(STAMP) ## no, ridge, our and the oracle correction, R1 and R2, three seeds, against the truth (WORLD=dir; 5 minutes on 2 cores)
+world-study-release: $(STAMP) ## no, ridge, our and the oracle correction, R1 and R2, three seeds, against the truth (WORLD=dir; 5 to 11 minutes on 2 cores)
 	$(VENV)/bin/rate world study release --world $(STUDY_WORLD) --out $(RELEASE_OUT)
 
 RELEASE_OUT = $(PROJECT_DIR)/release_study/$(notdir $(abspath $(STUDY_WORLD)))

@@ -102,3 +102,32 @@ def test_cpu_description_tells_cpus_of_one_name_apart(tmp_path):
     assert cpu_description(info) == "AMD EPYC (family 25, model 17)"
     info.write_text("model name\t: some arm core\n")  # no family or model: the name alone
     assert cpu_description(info) == "some arm core"
+
+
+def test_the_phase_timers_catch_each_phase_of_both_loops(small_world):
+    # experiments/rl_speed/phases.py wraps what each loop calls by name: a renamed or
+    # bypassed function would fail the patch or leave its phase at 0 ms.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, str(root / "experiments" / "rl_speed" / "phases.py"), str(small_world), "3", "1"],
+        capture_output=True, text=True, check=True, cwd=root,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root)])},
+    ).stdout  # fmt: skip
+    rows = {
+        cells[0]: (float(cells[1]), float(cells[2]))
+        for line in done.splitlines()[2:]
+        if (cells := [c.strip() for c in line.strip("|").split("|")])
+    }
+    shared = ["reward model", "reference forward", "policy forward", "backward"]
+    assert list(rows) == [*shared, "the work both do", "sampling, clipping, Adam, the rest", "loop"]
+    for side in (0, 1):  # ours, the published trainer
+        assert all(rows[phase][side] > 0 for phase in shared)
+        assert rows["the work both do"][side] == pytest.approx(
+            sum(rows[phase][side] for phase in shared), abs=0.25
+        )
+        assert rows["loop"][side] > rows["the work both do"][side]

@@ -27,6 +27,7 @@ import torch
 
 import benchmarks.rl as anchor_module
 import tinyworld.rl as ours_module
+from rate.errors import RateError
 from tinyworld.rl_config import load_rl_config
 
 
@@ -101,6 +102,9 @@ def main(world: str, steps: str = "200", rounds: str = "3") -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
+    if not 2 <= len(sys.argv) <= 4 or not all(a.isdigit() and int(a) > 0 for a in sys.argv[2:]):
         raise SystemExit(__doc__)
-    main(*sys.argv[1:])
+    try:
+        main(*sys.argv[1:])
+    except RateError as err:  # a folder that is not a built world, say
+        raise SystemExit(f"phases.py: {err}") from None

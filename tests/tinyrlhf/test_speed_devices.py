@@ -131,3 +131,26 @@ def test_the_phase_timers_catch_each_phase_of_both_loops(small_world):
             sum(rows[phase][side] for phase in shared), abs=0.25
         )
         assert rows["loop"][side] > rows["the work both do"][side]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["{missing}"], "configs/default.json: cannot read the RL config"),
+        (["W", "x"], "WORLD [STEPS]"),
+    ],
+)
+def test_the_phase_script_refuses_bad_input_in_one_line(tmp_path, args, says):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    args = [a.format(missing=tmp_path / "no-world") for a in args]
+    done = subprocess.run(
+        [sys.executable, str(root / "experiments" / "rl_speed" / "phases.py"), *args],
+        capture_output=True, text=True, cwd=root,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root)])},
+    )  # fmt: skip
+    assert done.returncode == 1 and says in done.stderr and "Traceback" not in done.stderr

@@ -5,6 +5,7 @@ reuses only what every input still matches, and the log names the input that cha
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -97,3 +98,25 @@ def test_a_study_refuses_a_world_built_from_another_config(tmp_path):
         ensure_world(world, config=load_world_config(name="variant"))
     (world / "world_info.json").write_text("{}")  # an older build: no record, reused
     assert ensure_world(world, config=small) == world
+
+
+def test_a_study_that_needs_no_runs_reuses_a_world_built_with_them(tmp_path):
+    from tinyworld.build import config_digest, ensure_world, models_digest
+    from tinyworld.worldconfig import load_world_config
+
+    variant = load_world_config(name="variant")
+    no_runs = dataclasses.replace(variant, runs=[])
+    world = tmp_path / "world"
+    world.mkdir()
+    record = {"config_digest": config_digest(variant), "models_digest": models_digest(variant)}
+    (world / "world_info.json").write_text(json.dumps(record))
+    assert ensure_world(world, config=no_runs) == world
+    fewer_runs = dataclasses.replace(variant, runs=variant.runs[:1])
+    with pytest.raises(ConfigError, match="built from another world config"):
+        ensure_world(world, config=fewer_runs)  # runs asked for: only the same ones will do
+    with pytest.raises(ConfigError, match="built from another world config"):
+        ensure_world(world, config=dataclasses.replace(load_world_config(), runs=[]))
+    # A build record of before the models' digest: the exact config only.
+    (world / "world_info.json").write_text(json.dumps({"config_digest": record["config_digest"]}))
+    with pytest.raises(ConfigError, match="built from another world config"):
+        ensure_world(world, config=no_runs)

@@ -198,6 +198,7 @@ def build_world(
         info = {
             "rate_version": __version__,
             "config_digest": config_digest(config),
+            "models_digest": models_digest(config),
             "seed": config.seed,
             "timings": {k: round(v, 2) for k, v in timings.items()},
             "torch_threads": torch.get_num_threads(),
@@ -257,12 +258,28 @@ def config_digest(config: WorldConfig) -> str:
     return content_digest(to_dict(config))
 
 
+def models_digest(config: WorldConfig) -> str:
+    """What a world's data and models are built from: the digest of its config without the
+    RL runs, which are trained last and change nothing before them."""
+    return config_digest(dataclasses.replace(config, runs=[]))
+
+
+def built_from(record: dict, config: WorldConfig) -> bool:
+    """Whether a world's build record (world_info.json) says it was built from ``config``. A
+    config without RL runs (a study that reads only the data and models) also accepts a world
+    built from it with runs; a record without a digest (an older build) is accepted."""
+    digest = record.get("config_digest")
+    if digest is None or digest == config_digest(config):
+        return True
+    return not config.runs and record.get("models_digest") == config_digest(config)
+
+
 def ensure_world(world: Path, small: bool = False, config: WorldConfig | None = None) -> Path:
     """The world at ``world``: reused if it is built, else built from ``config`` (default: the
     packaged default config, or its small variant). Two runs asking at once build it once:
     the second waits for the first's build and reuses it. A world built from another config
     than the ``config`` given is refused, never reused (a world the user names, with no
-    config asked for, is theirs to choose)."""
+    config asked for, is theirs to choose; :func:`built_from` says what counts as the same)."""
     world = Path(world)
     info = world / "world_info.json"
     if not info.is_file():
@@ -271,8 +288,7 @@ def ensure_world(world: Path, small: bool = False, config: WorldConfig | None = 
                 log.info("building the tiny RLHF world at %s (minutes on 2 cores)", world)
                 build_world(config or load_world_config(small=small), world)
                 return world
-    built_from = read_json(info).get("config_digest")
-    if config is not None and built_from not in (None, config_digest(config)):
+    if config is not None and not built_from(read_json(info), config):
         raise ConfigError(
             f"{world}: this world was built from another world config than the one asked for "
             "(its world_info.json says which digest); remove the folder to rebuild it, or "

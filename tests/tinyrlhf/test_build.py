@@ -11,7 +11,8 @@ import pytest
 from rate.errors import ConfigError, RateError
 from rate.io import read_jsonl
 from tinyworld import build as build_module
-from tinyworld.build import build_world
+from tinyworld.build import build_world, ensure_world
+from tinyworld.shortcuts import SHORTCUTS_FILE
 from tinyworld.worldconfig import load_world_config
 
 LAYOUT = [
@@ -128,6 +129,18 @@ def test_same_config_same_world(small_world, tmp_path):
         f"runs/{r}/checkpoint/policy.safetensors" for r in RUNS
     ]
     assert digest(small_world, rels) == digest(again, rels)
+
+
+def test_the_runs_change_nothing_built_before_them(small_world, tmp_path):
+    """A study that reads only the data and models reuses a world built with its RL runs
+    (tinyworld.build.models_digest): the runs come last and change nothing before them."""
+    config = dataclasses.replace(load_world_config(small=True), runs=[])
+    build_world(config, tmp_path / "no_runs")
+    # All but truth/world.json (the world's full config, runs included) and the runs.
+    rels = [r for r in LAYOUT if not r.startswith(("runs/", "truth/"))]
+    rels += ["policy/dev_eval.json", SHORTCUTS_FILE]
+    assert digest(tmp_path / "no_runs", rels) == digest(small_world, rels)
+    assert ensure_world(small_world, config=config) == small_world
 
 
 def test_failed_build_leaves_nothing_behind(tmp_path, monkeypatch):

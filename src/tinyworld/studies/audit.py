@@ -40,8 +40,9 @@ RANDOM_SEEDS = (2000, 10**6)
 
 
 def world_for(name: str, worlds: Path) -> Path:
-    """``worlds/<name>``: reused when built, else built from the packaged config without its
-    RL runs (the audit reads the reward model, the reference policy and the data only)."""
+    """``worlds/<name>``: reused when built (with its RL runs or without), else built from the
+    packaged config without its RL runs (the audit reads the reward model, the reference
+    policy and the data only)."""
     config = dataclasses.replace(load_world_config(name=name), runs=[])
     return ensure_world(worlds / name, config=config)
 

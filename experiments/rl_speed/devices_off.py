@@ -2,13 +2,17 @@
 
     PYTHONPATH=src:. python experiments/rl_speed/devices_off.py rl DEVICE WORLD [STEPS]
     PYTHONPATH=src:. python experiments/rl_speed/devices_off.py build DEVICE OUT
+    PYTHONPATH=src:. python experiments/rl_speed/devices_off.py audit DEVICE WORLD
 
 ``rl`` prints the loop seconds of STEPS (400) default-recipe RL steps on the built WORLD
 (``benchmarks.rl.train_rl_ours``); ``build`` builds the default world into OUT with its RL runs
-left out and SFT's and the reward model's epochs halved, and prints the two stages' seconds.
-DEVICE is ``none`` (everything on) or ``pad`` (plain softmax for the attention weights), the
-one device of the world's models left. Run ``pad`` and ``none`` in alternating fresh
-processes and compare medians: experiments/rl_speed/README.md.
+left out and SFT's and the reward model's epochs halved, and prints the two stages' seconds;
+``audit`` audits the built WORLD as ``rate world study audit`` does (with its gold labels, then
+the diagnostic without them) and prints each one's seconds. DEVICE is ``none`` (everything
+on), ``pad`` (plain softmax for the attention weights), the one device of the world's models
+left, or ``heap`` (the audit's commands' C heap settings, ``tinyworld.heap``, not made). Run
+a device and ``none`` in alternating fresh processes and compare medians:
+experiments/rl_speed/README.md.
 """
 
 from __future__ import annotations
@@ -21,15 +25,17 @@ from pathlib import Path
 
 import torch
 
-from tinyworld import blocks
+from tinyworld import blocks, heap
 
 
 def turn_off(device: str) -> None:
     """Replace the function behind ``device`` with the plain torch it stands for."""
     if device == "pad":
         blocks.attention_weights = lambda s: s.softmax(dim=-1)
+    elif device == "heap":
+        heap.keep_freed_memory = lambda: False
     elif device != "none":
-        raise SystemExit(f"unknown device {device!r}: none or pad")
+        raise SystemExit(f"unknown device {device!r}: none, pad or heap")
 
 
 def main(what: str, device: str, path: str, steps: str = "400") -> None:
@@ -60,8 +66,20 @@ def main(what: str, device: str, path: str, steps: str = "400") -> None:
         )
         timings = build_world(c, Path(path), overwrite=True, jobs=1)["timings"]
         result = {"sft_s": timings["sft_s"], "reward_model_s": timings["reward_model_s"]}
+    elif what == "audit":
+        from tinyworld.audit.run import load_inputs, run_audit
+        from tinyworld.audit.settings import DIAGNOSTIC, AuditSettings
+
+        heap.keep_freed_memory()  # as the audit's commands do, unless turned off
+        world = Path(path)
+        result = {
+            "audit_s": run_audit(load_inputs(world), AuditSettings())["seconds"],
+            "diagnostic_s": run_audit(
+                load_inputs(world, use_gold=False), AuditSettings(**DIAGNOSTIC)
+            )["seconds"],
+        }
     else:
-        raise SystemExit(f"unknown measurement {what!r}: rl or build")
+        raise SystemExit(f"unknown measurement {what!r}: rl, build or audit")
     print(json.dumps({"device_off": device, **result}))
 
 

@@ -64,6 +64,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from rate.errors import ConfigError
     from rate.fs import ensure_dir
     from rate.schema import flat_assignments, from_dict
+    from tinyworld import heap
     from tinyworld.audit.report import markdown, write_reports
     from tinyworld.audit.run import load_inputs, run_audit
     from tinyworld.audit.settings import DIAGNOSTIC, AuditSettings
@@ -91,6 +92,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         args.world, args.reward_model, args.policy, args.prompts, args.gold, args.qa,
         use_gold=not args.no_gold,
     )  # fmt: skip
+    heap.keep_freed_memory()  # this command's process setting (tinyworld.heap)
     audit = run_audit(inputs, settings)
     if args.method != "ours" and args.method not in audit["baselines"]:
         raise ConfigError(

@@ -54,6 +54,7 @@ def cmd_audit_study(args: argparse.Namespace) -> int:
     from rate.io import atomic_write_json, atomic_write_text, json_safe
     from rate.schema import flat_assignments, from_dict
     from rate.store import timestamp
+    from tinyworld import heap
     from tinyworld.audit.settings import AuditSettings
     from tinyworld.studies.audit import audit_study, random_seeds, study_table
 
@@ -64,6 +65,7 @@ def cmd_audit_study(args: argparse.Namespace) -> int:
     default = "" if seeds else "default,variant,noshortcuts"
     names = [n.strip() for n in (args.names or default).split(",") if n.strip()]
     out = ensure_dir(args.out or project_dir() / "audit" / "study")  # fails now, not after
+    heap.keep_freed_memory()  # this command's process setting (tinyworld.heap)
     study = audit_study(names, worlds, settings, seeds, small=args.small)
     stem = out / f"audit_study_{timestamp()}"
     table = study_table(study)

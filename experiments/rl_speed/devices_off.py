@@ -67,17 +67,12 @@ def main(what: str, device: str, path: str, steps: str = "400") -> None:
         timings = build_world(c, Path(path), overwrite=True, jobs=1)["timings"]
         result = {"sft_s": timings["sft_s"], "reward_model_s": timings["reward_model_s"]}
     elif what == "audit":
-        from tinyworld.audit.run import load_inputs, run_audit
-        from tinyworld.audit.settings import DIAGNOSTIC, AuditSettings
+        from tinyworld.audit.settings import AuditSettings
+        from tinyworld.studies.audit import audit_world
 
         heap.keep_freed_memory()  # as the audit's commands do, unless turned off
-        world = Path(path)
-        result = {
-            "audit_s": run_audit(load_inputs(world), AuditSettings())["seconds"],
-            "diagnostic_s": run_audit(
-                load_inputs(world, use_gold=False), AuditSettings(**DIAGNOSTIC)
-            )["seconds"],
-        }
+        checked = audit_world(Path(path), AuditSettings())  # as `rate world study audit` does
+        result = {f"{mode}_s": checked[mode]["seconds"] for mode in ("audit", "diagnostic")}
     else:
         raise SystemExit(f"unknown measurement {what!r}: rl, build or audit")
     print(json.dumps({"device_off": device, **result}))

@@ -106,8 +106,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_audit_demo(args: argparse.Namespace) -> int:
+    from tinyworld import heap
     from tinyworld.audit_demo import run_audit_demo  # here, to keep `rate --help` fast
 
+    heap.keep_freed_memory()  # this command's process setting: it audits (tinyworld.heap)
     return run_audit_demo(args.world, args.small, args.out, args.steps, args.per_family)
 
 

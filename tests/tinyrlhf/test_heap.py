@@ -7,7 +7,9 @@ import sys
 
 import pytest
 
+import tinyworld.audit_demo as audit_demo_module
 import tinyworld.studies.audit as study_module
+import tinyworld.studies.release as release_module
 from rate.cli import main
 from rate.errors import RateError
 from tinyworld import heap
@@ -33,9 +35,21 @@ def test_keep_freed_memory_takes_on_linux_once_per_process():
     assert out[3] == "1"
 
 
-@pytest.mark.parametrize("study", [False, True])
+# Every command that runs the audit: (its arguments, the module whose audit call is stopped).
+AUDITING_COMMANDS = {
+    "world audit": (["world", "audit", "--world", "{world}"], run_module),
+    "world study audit": (
+        ["world", "study", "audit", "--names", "small", "--worlds", "{tmp}"],
+        None,
+    ),
+    "audit-demo": (["audit-demo", "--world", "{world}"], audit_demo_module),
+    "world study release": (["world", "study", "release", "--world", "{world}"], release_module),
+}
+
+
+@pytest.mark.parametrize("command", sorted(AUDITING_COMMANDS))
 def test_the_audit_commands_keep_freed_memory_before_they_audit(
-    study, small_world, tmp_path, monkeypatch
+    command, small_world, tmp_path, monkeypatch
 ):
     calls: list[str] = []
 
@@ -44,11 +58,10 @@ def test_the_audit_commands_keep_freed_memory_before_they_audit(
         raise _Stop
 
     monkeypatch.setattr(heap, "keep_freed_memory", lambda: calls.append("heap"))
-    monkeypatch.setattr(run_module, "run_audit", stop)
     monkeypatch.setattr(study_module, "audit_study", stop)
-    if study:
-        argv = ["world", "study", "audit", "--names", "small", "--worlds", str(tmp_path)]
-    else:
-        argv = ["world", "audit", "--world", str(small_world)]
+    argv, module = AUDITING_COMMANDS[command]
+    if module is not None:
+        monkeypatch.setattr(module, "run_audit", stop)
+    argv = [a.format(world=small_world, tmp=tmp_path) for a in argv]
     assert main([*argv, "--out", str(tmp_path / "out")]) != 0  # stopped: a clean error
     assert calls == ["heap", "audit"]

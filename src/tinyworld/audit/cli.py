@@ -92,7 +92,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         args.world, args.reward_model, args.policy, args.prompts, args.gold, args.qa,
         use_gold=not args.no_gold,
     )  # fmt: skip
-    heap.keep_freed_memory()  # this command's process setting (tinyworld.heap)
+    heap.keep_freed_memory()  # this command's process setting: it audits (tinyworld.heap)
     audit = run_audit(inputs, settings)
     if args.method != "ours" and args.method not in audit["baselines"]:
         raise ConfigError(

@@ -65,7 +65,7 @@ def cmd_audit_study(args: argparse.Namespace) -> int:
     default = "" if seeds else "default,variant,noshortcuts"
     names = [n.strip() for n in (args.names or default).split(",") if n.strip()]
     out = ensure_dir(args.out or project_dir() / "audit" / "study")  # fails now, not after
-    heap.keep_freed_memory()  # this command's process setting (tinyworld.heap)
+    heap.keep_freed_memory()  # this command's process setting: it audits (tinyworld.heap)
     study = audit_study(names, worlds, settings, seeds, small=args.small)
     stem = out / f"audit_study_{timestamp()}"
     table = study_table(study)

@@ -247,6 +247,7 @@ def cmd_synthetic(args: argparse.Namespace) -> int:
 def cmd_release_study(args: argparse.Namespace) -> int:
     from rate.errors import ConfigError
     from rate.io import atomic_write_json, atomic_write_text
+    from tinyworld import heap
     from tinyworld.studies.release import CORRECTIONS, RECIPES, markdown, run_release_study
 
     def names(value: str, known, what: str) -> list[str]:
@@ -260,6 +261,7 @@ def cmd_release_study(args: argparse.Namespace) -> int:
     if args.steps:
         for recipe in recipes.values():
             recipe["steps"] = args.steps
+    heap.keep_freed_memory()  # this command's process setting: it audits (tinyworld.heap)
     study = run_release_study(
         args.world,
         args.out,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -65,3 +66,15 @@ def test_the_audit_commands_keep_freed_memory_before_they_audit(
     argv = [a.format(world=small_world, tmp=tmp_path) for a in argv]
     assert main([*argv, "--out", str(tmp_path / "out")]) != 0  # stopped: a clean error
     assert calls == ["heap", "audit"]
+
+
+def test_every_module_that_runs_the_audit_is_behind_a_command_above():
+    """A new caller of run_audit must join AUDITING_COMMANDS (and its command keep the heap)."""
+    src = Path(heap.__file__).parent
+    callers = {
+        p.relative_to(src).as_posix()
+        for p in src.rglob("*.py")
+        if "run_audit(" in p.read_text() and p != Path(run_module.__file__)
+    }
+    # studies/audit.py runs it for `rate world study audit`; audit/cli.py for `rate world audit`.
+    assert callers == {"audit/cli.py", "audit_demo.py", "studies/audit.py", "studies/release.py"}

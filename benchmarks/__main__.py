@@ -1,7 +1,8 @@
 """`make bench`: measure the tiny world, the pipeline and scoring; write BENCHMARKS.md.
 
-``--sections`` runs some of them; the figures of the others are kept from the file's last run
-(each section says when it was measured).
+The page holds the tables; the raw figures they are rendered from sit beside it in
+BENCHMARKS.json. ``--sections`` runs some of them; the figures of the others are kept from the
+last run (each section says when it was measured).
 
 Ratios are measured within one run (these machines are noisy; absolute times drift). Nothing
 here is asserted: the file records what was measured and the command that reproduces it.
@@ -14,7 +15,6 @@ import json
 import logging
 import os
 import platform
-import re
 import sys
 import tempfile
 import time
@@ -56,17 +56,31 @@ def _rounded(v):
     return v
 
 
-def previous_figures(path: Path) -> dict:
-    """The raw figures of the file's last run ({} when there is none or it cannot be read)."""
+def figures_path(page: Path) -> Path:
+    """Where the raw figures of the page ``page`` are kept: beside it, as .json."""
+    return page.with_suffix(".json")
+
+
+def previous_figures(page: Path) -> dict:
+    """The raw figures of the page's last run ({} when there are none or they cannot be read).
+
+    A page written before the figures moved beside it carries them in its own json block.
+    """
     try:
-        text = path.read_text()
-        figures = json.loads(text.split("```json\n", 1)[1].split("```", 1)[0])
+        if figures_path(page).exists():
+            figures = json.loads(figures_path(page).read_text())
+        else:
+            text = page.read_text()
+            figures = json.loads(text.split("```json\n", 1)[1].split("```", 1)[0])
     except (OSError, IndexError, json.JSONDecodeError):
         return {}
-    if "measured" not in figures:  # files written before sections had their own dates
-        date = re.search(r"measured (\d{4}-\d{2}-\d{2})", text)
-        figures["measured"] = dict.fromkeys(("world", "pipeline"), date and date.group(1))
     return figures
+
+
+def write_page(page: Path, figures: dict, command: str) -> None:
+    """The figures beside the page, then the page rendered from them."""
+    atomic_write_text(figures_path(page), json.dumps(_rounded(figures), indent=2) + "\n")
+    atomic_write_text(page, render(figures, command))
 
 
 def render(r: dict, command: str) -> str:
@@ -101,14 +115,7 @@ def render(r: dict, command: str) -> str:
         lines += render_audit(r, measured.get("audit"))
     if "certify_runs" in r:
         lines += render_certify(r, measured.get("certify"))
-    lines += [
-        "Raw figures:",
-        "",
-        "```json",
-        json.dumps(r, indent=2),
-        "```",
-    ]
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, "Raw figures: the .json of the same name beside this page."]) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -204,7 +211,7 @@ def _main(argv: list[str] | None) -> int:
             measured["certify"] = today
     command = "make bench" if args.world is None else "python -m benchmarks --world <built world>"
     previous = args.out.read_text() if args.out.exists() else ""
-    atomic_write_text(args.out, render(results, command))
+    write_page(args.out, results, command)
     # The SLURM section is measured on a cluster by benchmarks.slurm; keep it as it was.
 
     if HEADING in previous:

@@ -51,13 +51,13 @@ def render_audit(r: dict, date: str | None) -> list[str]:
         "## Audit (issue: rate audit and rate sweep)",
         "",
         f"Measured {date} on the world given with `--world` (default: the one the world section "
-        "built), default settings (`rate audit --settings`).",
+        "built), default settings (`rate world audit --settings`).",
         "",
         "| what | measured | reward-model calls | goal |",
         "|---|---|---|---|",
-        f"| `rate audit --world W` (3,600 candidates, interventions and RATE) | "
+        f"| `rate world audit --world W` (3,600 candidates, interventions and RATE) | "
         f"{r['audit_s']:.0f} s | {r['audit_rm_calls']:,} | < 60 s |",
-        f"| `rate audit --world W --no-gold` (the portable diagnostic) | "
+        f"| `rate world audit --world W --no-gold` (the portable diagnostic) | "
         f"{r['diagnostic_s']:.0f} s | {r['diagnostic_rm_calls']:,} | < 20 s |",
         "",
     ]

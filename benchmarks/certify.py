@@ -1,4 +1,4 @@
-"""The certificate's figures: ``rate tinyrlhf certify`` on each of a built world's runs, timed
+"""The certificate's figures: ``rate world certify`` on each of a built world's runs, timed
 in its two parts (issue: from audit to a better policy).
 
 The first part draws and scores what the estimators read (two fresh draws of the policy,
@@ -6,7 +6,7 @@ the reward model and both policies' likelihoods on them and on the gold set); th
 the estimators' arithmetic (SNIPS, the cross-fitted doubly robust estimate over its fold
 splits, and their bootstrap).
 
-Then a sweep's screens (``rate tinyrlhf sweep``) of the same runs, on the world's gold set and
+Then a sweep's screens (``rate world recipe-sweep``) of the same runs, on the world's gold set and
 on a larger one: each screen with a certifier of its own (every screen scoring the gold set
 again, as before) against one certifier shared by all, rounds interleaved.
 """
@@ -48,7 +48,7 @@ def bench_certify(
     if not runs:
         raise DataFileError(
             f"{world}/runs holds no finished run (no */checkpoint) to certify; give --world a "
-            "built full world (`rate tinyrlhf build --out W`), or leave certify out of --sections"
+            "built full world (`rate world build --out W`), or leave certify out of --sections"
         )
     gold = load_gold(world)
     reference = load_policy(world / "policy")
@@ -129,7 +129,7 @@ def render_certify(r: dict, date: str | None) -> list[str]:
     ]
     if "screens" in r:
         lines += [
-            "A sweep's label-free screens of the same runs (`rate tinyrlhf sweep`): the reference's "
+            "A sweep's label-free screens of the same runs (`rate world recipe-sweep`): the reference's "
             "likelihoods and the reward of the gold responses do not depend on the checkpoint. "
             f"Best of {SCREEN_ROUNDS} interleaved rounds; the screens agree to the bit.",
             "",
@@ -142,4 +142,18 @@ def render_certify(r: dict, date: str | None) -> list[str]:
                 f"{v['own'] / v['shared']:.2f}x |"
             )
         lines.append("")
+    if "dr_bootstrap" in r:  # measured once against the plain-numpy reference, not rerun
+        v = r["dr_bootstrap"]
+        lines += [
+            f"The doubly robust bootstrap on the larger gold set ({v['gold_rows']:,} rows, the "
+            f"inputs of {v['run']}, {r['certify_replicates']:,} replicates, every family), as plain "
+            "numpy would do it (the reference in tests/certify/test_estimators.py) and as the "
+            "estimators do: the same draws, replicates identical to the bit. Best of 2 "
+            "interleaved rounds; `make bench` does not rerun it.",
+            "",
+            "| plain numpy | ours | ratio |",
+            "|---|---|---|",
+            f"| {v['plain']:.2f} s | {v['ours']:.2f} s | {v['plain'] / v['ours']:.2f}x |",
+            "",
+        ]
     return lines

@@ -8,6 +8,7 @@ loaded with the same weights), which share no code with ours.
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 import torch
@@ -167,7 +168,7 @@ def test_the_world_benchmark_names_the_cpu_its_ratios_were_measured_on():
 
 
 def test_a_benchmark_section_kept_from_the_last_run_is_rendered_with_the_same_digits(tmp_path):
-    from benchmarks.__main__ import previous_figures, render
+    from benchmarks.__main__ import previous_figures, render, write_page
 
     figures = {
         "small_build_s": 9.7,
@@ -179,7 +180,27 @@ def test_a_benchmark_section_kept_from_the_last_run_is_rendered_with_the_same_di
         "measured": {"world": "2026-12-03"},
     }
     first = render(figures, "python -m benchmarks")
-    (tmp_path / "BENCHMARKS.md").write_text(first)
+    write_page(tmp_path / "BENCHMARKS.md", figures, "python -m benchmarks")
+    assert (tmp_path / "BENCHMARKS.md").read_text() == first
     kept = previous_figures(tmp_path / "BENCHMARKS.md")
     assert kept["dev_eval_s"] == 0.255
     assert render(kept, "python -m benchmarks") == first
+
+
+def test_the_benchmark_page_holds_tables_and_its_figures_sit_beside_it(tmp_path):
+    """BENCHMARKS.md is the current tables only; the raw figures are BENCHMARKS.json. A page
+    written when the figures were a json block at its end is still read."""
+    from benchmarks.__main__ import previous_figures, write_page
+
+    figures = {"small_build_s": 9.7, "default_steps": 800, "default_run_s": 21.7,
+               "dev_prompts": 2000, "dev_eval_s": 0.25, "truth_eval_s": 0.53,
+               "measured": {"world": "2026-12-03"}}  # fmt: skip
+    page = tmp_path / "BENCHMARKS.md"
+    write_page(page, figures, "make bench")
+    assert (
+        "```json" not in page.read_text() and "| `--small` world build | 9.7 s" in page.read_text()
+    )
+    assert json.loads((tmp_path / "BENCHMARKS.json").read_text()) == figures
+    old = tmp_path / "old.md"
+    old.write_text("# Benchmarks\n\nRaw figures:\n\n```json\n" + json.dumps(figures) + "\n```\n")
+    assert previous_figures(old) == figures
